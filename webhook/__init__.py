@@ -1,0 +1,1 @@
+"""gpu-admission: admission policy for NVIDIA GPU node cohorts."""

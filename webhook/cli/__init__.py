@@ -1,0 +1,1 @@
+"""The `gpu-admission` command line."""

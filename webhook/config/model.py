@@ -1,0 +1,192 @@
+"""The policy configuration as frozen values. Built only by `webhook.config.load`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from webhook.rules import Action, Rule
+
+DEVICE_PLUGIN = "device-plugin"
+DRA = "dra"
+MECHANISMS = (DEVICE_PLUGIN, DRA)
+
+EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityDefaults:
+    run_as_non_root: bool | None = True
+    run_as_user: int | None = 65532
+    seccomp_profile: str | None = "RuntimeDefault"
+    allow_privilege_escalation: bool | None = False
+    read_only_root_filesystem: bool | None = True
+    drop_capabilities: tuple[str, ...] = ("ALL",)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClassInfo:
+    """What the policy knows of a DeviceClass: whose devices it selects and which extended resource it serves."""
+
+    name: str
+    driver: str | None = None
+    device_type: str | None = None
+    extended_resource_name: str | None = None
+    legacy_fields: tuple[str, ...] = ()  # e.g. ("suitableNodes",): fields no 1.34+ cluster accepts
+
+
+@dataclass(frozen=True, slots=True)
+class SharedResource:
+    name: str  # the resource the device plugin shares (nvidia.com/gpu)
+    replicas: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    """Time-slicing or MPS of a device-plugin cohort (the plugin's `sharing:` config)."""
+
+    resources: tuple[SharedResource, ...]
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool = False
+
+    def exposed_names(self) -> tuple[str, ...]:
+        suffix = ".shared" if self.rename_by_default else ""
+        return tuple(r.name + suffix for r in self.resources)
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str | None
+    operator: str
+    value: str | None
+    effect: str | None
+
+    def as_dict(self) -> dict:
+        out: dict = {}
+        if self.key is not None:
+            out["key"] = self.key
+        out["operator"] = self.operator
+        if self.value is not None:
+            out["value"] = self.value
+        if self.effect is not None:
+            out["effect"] = self.effect
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Cohort:
+    name: str
+    mechanism: str
+    node_labels: Mapping[str, str]
+    tolerations: tuple[Toleration, ...] = ()
+    manager: str = "standalone"
+    # device-plugin
+    runtime_class_name: str | None = None
+    resources: tuple[str, ...] = ()
+    extra_resources: tuple[str, ...] = ()
+    mig_strategy: str = "none"
+    mig_profiles: Mapping[str, int] = field(default_factory=lambda: EMPTY)
+    time_slicing: Sharing | None = None
+    mps: Sharing | None = None
+    # dra
+    driver: str | None = None
+    device_types: tuple[str, ...] = ()
+    device_classes: tuple[str, ...] = ()  # empty: any class of the driver whose device type is offered
+    max_devices_per_claim: int = 8
+    sharing_strategies: tuple[str, ...] = ()
+    admin_access_namespaces: tuple[str, ...] = ()
+
+    @property
+    def is_device_plugin(self) -> bool:
+        return self.mechanism == DEVICE_PLUGIN
+
+    def shared_resources(self) -> frozenset[str]:
+        """Names under which this cohort's nodes advertise shared (time-sliced or MPS) replicas."""
+        names: set[str] = set()
+        for sharing in (self.time_slicing, self.mps):
+            if sharing is not None:
+                names.update(sharing.exposed_names())
+        return frozenset(names)
+
+    def offered_resources(self) -> frozenset[str]:
+        """Every `nvidia.com/*` extended resource this cohort's nodes advertise."""
+        names = set(self.resources) | set(self.extra_resources) | self.shared_resources()
+        if self.mig_strategy == "mixed":
+            names.update(mig_resource_name(p) for p in self.mig_profiles)
+        return frozenset(names)
+
+
+def mig_resource_name(profile: str) -> str:
+    # The device plugin names MIG resources after the profile; "+" (media extensions) is not valid
+    # in a resource name and becomes ".".
+    return "nvidia.com/mig-" + profile.replace("+", ".")
+
+
+@dataclass(frozen=True, slots=True)
+class Exception_:
+    """A config-owned exception: requests matching every given selector have `rules` lifted."""
+
+    name: str
+    rules: frozenset[Rule]
+    namespaces: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()  # fnmatch patterns on the object's name
+    service_accounts: tuple[str, ...] = ()  # "namespace/name" of the pod's service account
+    users: tuple[str, ...] = ()  # userInfo.username of the request
+    groups: tuple[str, ...] = ()  # any of userInfo.groups
+    scheduler_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceOverride:
+    namespaces: tuple[str, ...]
+    mode: str | None = None
+    actions: Mapping[Rule, Action] = field(default_factory=lambda: EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class Lookups:
+    """Which cluster lookups the webhook may make (issue: cluster awareness). All off by default."""
+
+    resource_claims: bool = False
+    device_classes: bool = False
+    namespaces: bool = False
+    config_maps: bool = False
+    secrets: bool = False
+    timeout_seconds: float = 1.0
+
+    @property
+    def any(self) -> bool:
+        return self.resource_claims or self.device_classes or self.namespaces or self.config_maps or self.secrets
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    cohorts: tuple[Cohort, ...]
+    mode: str = "enforce"  # enforce | audit
+    docs_base_url: str = ""
+    service_namespace: str = "gpu-admission"
+    exempt_namespaces: frozenset[str] = frozenset()
+    actions: Mapping[Rule, Action] = field(default_factory=lambda: EMPTY)
+    on_error: Mapping[Rule, str] = field(default_factory=lambda: EMPTY)  # "allow" | "deny" when a rule raises
+    namespace_overrides: tuple[NamespaceOverride, ...] = ()
+    namespace_cohorts: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    exceptions: tuple[Exception_, ...] = ()
+    security: SecurityDefaults = field(default_factory=SecurityDefaults)
+    gpu_drivers: frozenset[str] = frozenset({"gpu.nvidia.com"})
+    device_classes: Mapping[str, DeviceClassInfo] = field(default_factory=lambda: EMPTY)
+    visible_device_variables: frozenset[str] = frozenset()
+    exclusive_label: str = "workload.example.com/gpu-exclusive"
+    allocation_label: str = "workload.example.com/gpu-allocation"
+    lookups: Lookups = field(default_factory=Lookups)
+
+    def cohort(self, name: str) -> Cohort | None:
+        for c in self.cohorts:
+            if c.name == name:
+                return c
+        return None
+
+    def is_exempt(self, namespace: str | None) -> bool:
+        return bool(namespace) and (namespace in self.exempt_namespaces or namespace == self.service_namespace)
+
+    def docs_url(self, rule: Rule) -> str:
+        return f"{self.docs_base_url}/{rule.value}.md"

@@ -1,0 +1,19 @@
+"""What a handler answers for one admission request, before the review layer shapes it for HTTP."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from webhook.policy.results import Evaluation
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    allowed: bool
+    message: str = ""  # the denial: one line per violation, joined by "\n"
+    warnings: tuple[str, ...] = ()  # one line each; the review layer enforces the apiserver's limits
+    audit_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    patch: tuple[dict, ...] = ()  # JSON Patch operations; only /mutate returns them
+    evaluation: Evaluation | None = None  # for metrics and logs
+    reason: str = ""  # why no rule ran ("DELETE is never blocked", "exempt namespace", ...)

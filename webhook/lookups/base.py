@@ -1,0 +1,64 @@
+"""The resolver contract: how handlers obtain the objects a pod refers to.
+
+A resolver answers from memory (the CLI's bundle, the config, a watch-backed cache); a cache miss may
+do one bounded GET. It never raises: a failure is a `Lookup` with `found=False` and the reason, which
+the policy reports as `unresolved-claim` (or a warning for `envFrom`), never as "allowed because unknown".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    found: bool
+    value: Any = None  # the object (dict), a label dict, or a frozenset of key names
+    reason: str = ""  # when not found: "not found", "lookups of resourceclaims are off", "API timeout after 0.5s"
+
+    @staticmethod
+    def hit(value: Any) -> "Lookup":
+        return Lookup(True, value)
+
+    @staticmethod
+    def miss(reason: str) -> "Lookup":
+        return Lookup(False, None, reason)
+
+
+class Resolver(Protocol):
+    def resource_claim(self, namespace: str, name: str) -> Lookup: ...
+
+    def resource_claim_template(self, namespace: str, name: str) -> Lookup: ...
+
+    def device_class(self, name: str) -> Lookup: ...
+
+    def namespace_labels(self, name: str) -> Lookup: ...
+
+    def config_map_keys(self, namespace: str, name: str) -> Lookup: ...
+
+    def secret_keys(self, namespace: str, name: str) -> Lookup: ...
+
+
+class NoLookups:
+    """The webhook without cluster lookups: nothing outside the request can be resolved."""
+
+    def __init__(self, reason: str = "cluster lookups are off"):
+        self._miss = Lookup.miss(reason)
+
+    def resource_claim(self, namespace: str, name: str) -> Lookup:
+        return self._miss
+
+    def resource_claim_template(self, namespace: str, name: str) -> Lookup:
+        return self._miss
+
+    def device_class(self, name: str) -> Lookup:
+        return self._miss
+
+    def namespace_labels(self, name: str) -> Lookup:
+        return self._miss
+
+    def config_map_keys(self, namespace: str, name: str) -> Lookup:
+        return self._miss
+
+    def secret_keys(self, namespace: str, name: str) -> Lookup:
+        return self._miss

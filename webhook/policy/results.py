@@ -1,0 +1,70 @@
+"""Result values of the policy: what a check found, what the engine decided."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from webhook.rules import Action, Rule
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What one check found: `message` is the complete one-line message (rule id and docs link included).
+
+    `cap` limits the action (an `envFrom` source that could not be read is at most a warning)."""
+
+    rule: Rule
+    path: str
+    message: str
+    cap: Action | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A finding with the action that the configuration gives it for this request."""
+
+    rule: Rule
+    action: Action
+    path: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"rule": self.rule.value, "action": self.action.value, "path": self.path, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class RuleError:
+    """A rule raised: the engine carries on with the others; `action` is what its onError decided."""
+
+    rule: Rule
+    error: str
+    denied: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The decision for one object, as the webhook would give it on this operation."""
+
+    kind: str
+    namespace: str
+    name: str
+    violations: tuple[Violation, ...] = ()
+    patch: tuple[dict, ...] = ()  # the JSON Patch /mutate returns; empty in dry-run mode
+    mutated: dict | None = None  # the object after the patch (None when nothing changed)
+    dry_run: bool = False
+    cohort: str | None = None
+    errors: tuple[RuleError, ...] = ()
+    skipped: str | None = None  # why the object was not evaluated at all (exempt namespace, kind, ...)
+
+    @property
+    def allowed(self) -> bool:
+        if self.dry_run:
+            return True
+        return not any(v.action is Action.ENFORCE and not v.rule.is_mutation for v in self.violations) and not any(
+            e.denied for e in self.errors
+        )
+
+    @property
+    def denials(self) -> tuple[Violation, ...]:
+        if self.dry_run:
+            return ()
+        return tuple(v for v in self.violations if v.action is Action.ENFORCE and not v.rule.is_mutation)

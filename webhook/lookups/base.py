@@ -38,6 +38,8 @@ class Resolver(Protocol):
 
     def secret_keys(self, namespace: str, name: str) -> Lookup: ...
 
+    def device_class_list(self) -> Lookup: ...  # value: tuple of every DeviceClass dict (for extendedResourceName)
+
 
 class NoLookups:
     """The webhook without cluster lookups: nothing outside the request can be resolved."""
@@ -61,4 +63,7 @@ class NoLookups:
         return self._miss
 
     def secret_keys(self, namespace: str, name: str) -> Lookup:
+        return self._miss
+
+    def device_class_list(self) -> Lookup:
         return self._miss

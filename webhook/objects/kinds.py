@@ -12,6 +12,7 @@ class KindInfo:
     resource: str
     pod_spec_path: tuple[str, ...] | None  # None: not pod-bearing
     mutated: bool = False  # only Pods are mutated; templates are validated (GitOps drift otherwise)
+    namespaced: bool = True
 
 
 _KINDS = (
@@ -26,7 +27,7 @@ _KINDS = (
     KindInfo("CronJob", "batch", "cronjobs", ("spec", "jobTemplate", "spec", "template", "spec")),
     KindInfo("ResourceClaim", "resource.k8s.io", "resourceclaims", None),
     KindInfo("ResourceClaimTemplate", "resource.k8s.io", "resourceclaimtemplates", None),
-    KindInfo("DeviceClass", "resource.k8s.io", "deviceclasses", None),
+    KindInfo("DeviceClass", "resource.k8s.io", "deviceclasses", None, namespaced=False),
 )
 
 BY_KIND = {k.kind: k for k in _KINDS}

@@ -1,0 +1,40 @@
+"""What the CLI's commands share: the policy option and evaluating the given documents as one bundle."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from webhook.cli.inputs import Inputs
+from webhook.config import ConfigError, Policy, load_policy
+from webhook.handlers.evaluate import evaluate_object
+from webhook.lookups.bundle import BundleResolver
+from webhook.objects.kinds import BY_KIND, LEGACY_DRA_VERSIONS
+
+EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
+
+
+def add_policy_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="policy YAML (default: the shipped default policy)")
+    parser.add_argument("--namespace", "-n", default="default", metavar="NS",
+                        help="namespace of documents that name none, as kubectl apply would place them (default: default)")
+
+
+def load_policy_or_exit(args) -> Policy | None:
+    try:
+        return load_policy(args.config)
+    except ConfigError as exc:
+        for error in exc.errors:
+            print(f"gpu-admission: {exc.source}: {error}", file=sys.stderr)
+        return None
+
+
+def handled(doc) -> bool:
+    return doc.obj.get("kind") in BY_KIND or doc.obj.get("apiVersion") in LEGACY_DRA_VERSIONS
+
+
+def evaluate_inputs(inputs: Inputs, policy: Policy, namespace: str, *, fallback=None):
+    """(document, Evaluation) for each handled document, resolving references across all of them."""
+    resolver = BundleResolver((d.obj for d in inputs.documents), default_namespace=namespace, fallback=fallback)
+    for doc in inputs.documents:
+        if handled(doc):
+            yield doc, evaluate_object(doc.obj, policy=policy, resolver=resolver, namespace=namespace)

@@ -1,0 +1,111 @@
+"""Read manifests for the CLI: files, directories, stdin; multi-document YAML, JSON, `List` kinds.
+Problems become one-line errors naming the file and document; nothing is ever written back."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    obj: dict
+    file: str
+    index: int  # 1-based document index in the file
+    item: int | None = None  # index in a List's items
+
+    @property
+    def source(self) -> dict:
+        out = {"file": self.file, "document": self.index}
+        if self.item is not None:
+            out["item"] = self.item
+        return out
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}, document {self.index}" + (f", item {self.item}" if self.item is not None else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    documents: tuple[Document, ...]
+    errors: tuple[str, ...]
+
+
+def _files(args: list[str], errors: list[str]):
+    for arg in args:
+        if arg == "-":
+            yield "-", None
+            continue
+        path = Path(arg)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+            if not found:
+                errors.append(f"{arg}: directory holds no .yaml, .yml or .json file")
+            for p in found:
+                yield str(p), p
+        elif path.exists():
+            yield arg, path
+        else:
+            errors.append(f"{arg}: no such file or directory")
+
+
+def _parse(text: str, name: str, errors: list[str]) -> list:
+    stripped = text.lstrip()
+    if not stripped:
+        errors.append(f"{name}: file is empty")
+        return []
+    if stripped[0] in "{[":
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError:
+            pass  # YAML flow style also starts with { or [
+    docs = []
+    try:
+        for doc in yaml.safe_load_all(text):
+            docs.append(doc)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        errors.append(f"{name}: document {len(docs) + 1}: not valid YAML{where}: "
+                      f"{getattr(exc, 'problem', None) or exc}".replace("\n", " "))
+    return docs
+
+
+def read_inputs(args: list[str]) -> Inputs:
+    errors: list[str] = []
+    documents: list[Document] = []
+    for name, path in _files(args, errors):
+        try:
+            text = sys.stdin.read() if path is None else path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append(f"{name}: cannot read: {getattr(exc, 'strerror', None) or exc}")
+            continue
+        label = "<stdin>" if name == "-" else name
+        parsed = _parse(text, label, errors)
+        if parsed and all(d is None for d in parsed):
+            errors.append(f"{label}: holds no document")
+        for i, doc in enumerate(parsed, start=1):
+            if doc is None:
+                continue  # an empty document between separators
+            if type(doc) is not dict:
+                errors.append(f"{label}: document {i}: not an object (a {type(doc).__name__}); expected a Kubernetes manifest")
+                continue
+            kind = doc.get("kind")
+            if type(kind) is str and kind.endswith("List") and type(doc.get("items")) is list:
+                for j, item in enumerate(doc["items"]):
+                    if type(item) is dict:
+                        documents.append(Document(item, label, i, j))
+                    else:
+                        errors.append(f"{label}: document {i}, item {j}: not an object")
+                continue
+            if type(kind) is not str or not kind:
+                errors.append(f"{label}: document {i}: has no kind")
+                continue
+            documents.append(Document(doc, label, i))
+    return Inputs(tuple(documents), tuple(errors))

@@ -1,0 +1,45 @@
+"""`gpu-admission mutate`: print the manifests as the mutating webhook would leave them."""
+from __future__ import annotations
+
+import json
+import sys
+
+import jsonpatch
+import yaml
+
+from webhook.cli.common import EXIT_ERROR, EXIT_OK, add_policy_options, evaluate_inputs, load_policy_or_exit
+from webhook.cli.inputs import read_inputs
+
+
+def register(sub) -> None:
+    p = sub.add_parser("mutate", help="print manifests as the mutating webhook would leave them",
+                       description="Print every document, with Pods patched as the mutating webhook would patch them "
+                       "on CREATE (workload templates are never mutated). Comments are not kept. The input files are "
+                       "never written.")
+    p.add_argument("paths", nargs="+", metavar="FILE|DIR|-")
+    p.add_argument("--output", "-o", choices=("yaml", "json"), default="yaml")
+    add_policy_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    policy = load_policy_or_exit(args)
+    if policy is None:
+        return EXIT_ERROR
+    inputs = read_inputs(args.paths)
+    for error in inputs.errors:
+        print(f"gpu-admission: {error}", file=sys.stderr)
+    patched = {}
+    for doc, ev in evaluate_inputs(inputs, policy, args.namespace):
+        if ev.patch:
+            patched[id(doc)] = jsonpatch.apply_patch(doc.obj, list(ev.patch))
+        for v in ev.violations:
+            if not v.rule.is_mutation:
+                print(f"gpu-admission: {v.action.value}: {v.message}", file=sys.stderr)
+    out = [patched.get(id(d), d.obj) for d in inputs.documents]
+    if args.output == "json":
+        json.dump(out if len(out) != 1 else out[0], sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(yaml.safe_dump_all(out, sort_keys=False, allow_unicode=True))
+    return EXIT_ERROR if inputs.errors else EXIT_OK

@@ -1,0 +1,95 @@
+"""Resolve, before the pure policy runs, everything an object refers to: claims and templates in its
+namespace, their DeviceClasses, DeviceClasses serving extended resources, the namespace's labels and the
+key names of envFrom sources. Asks only what the object needs, so a plain pod costs almost nothing."""
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from webhook.config.model import Policy
+from webhook.lookups.base import Resolver
+from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.claims import claim_spec
+from webhook.objects.kinds import BY_KIND
+from webhook.objects.podspec import PodView, pod_view
+from webhook.policy.context import Context, base_context, classes_from_objects, device_class_info, extended_map
+from webhook.policy.gpu import IMPLICIT_PREFIX
+
+_STANDARD_PREFIXES = ("kubernetes.io/", "requests.", "hugepages-")
+
+
+def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resolver: Resolver,
+                  user: dict | None = None, view: PodView | None = None) -> Context:
+    base = base_context(policy)
+    info = BY_KIND.get(kind)
+    claims: dict = {}
+    class_names: set[str] = set()
+    env_sources: dict = {}
+    extended_wanted = False
+    labels = None
+    if info is not None and info.pod_spec_path is not None:
+        view = view or pod_view(obj, kind, namespace)
+        for entry in as_list(view.spec.get("resourceClaims")):
+            entry = as_dict(entry)
+            source = as_dict(entry.get("source")) if "source" in entry else entry
+            for field, ref_kind, lookup in (
+                ("resourceClaimTemplateName", "ResourceClaimTemplate", resolver.resource_claim_template),
+                ("resourceClaimName", "ResourceClaim", resolver.resource_claim),
+            ):
+                name = as_str(source.get(field))
+                if name and (ref_kind, name) not in claims:
+                    found = lookup(namespace, name)
+                    claims[(ref_kind, name)] = found
+                    if found.found and type(found.value) is dict:
+                        class_names.update(_classes_of(found.value, ref_kind))
+        for c in view.containers:
+            resources = as_dict(c.raw.get("resources"))
+            for section in ("limits", "requests"):
+                for rname in as_dict(resources.get(section)):
+                    if type(rname) is not str or "/" not in rname or rname.startswith(_STANDARD_PREFIXES):
+                        continue
+                    if rname.startswith(IMPLICIT_PREFIX):
+                        class_names.add(rname[len(IMPLICIT_PREFIX):])
+                    else:
+                        extended_wanted = True
+            for src in as_list(c.raw.get("envFrom")):
+                src = as_dict(src)
+                for field, src_kind, lookup in (("configMapRef", "ConfigMap", resolver.config_map_keys),
+                                                ("secretRef", "Secret", resolver.secret_keys)):
+                    name = as_str(as_dict(src.get(field)).get("name"))
+                    if name and (src_kind, name) not in env_sources:
+                        env_sources[(src_kind, name)] = lookup(namespace, name)
+        if namespace and namespace not in policy.namespace_cohorts:
+            found = resolver.namespace_labels(namespace)
+            labels = found.value if found.found and type(found.value) is dict else None
+    elif kind in ("ResourceClaim", "ResourceClaimTemplate"):
+        class_names.update(_classes_of(obj, kind))
+
+    if not (claims or class_names or env_sources or extended_wanted or labels or user):
+        return base
+    if not (claims or class_names or env_sources or extended_wanted or labels):
+        return Context(classes=base.classes, extended=base.extended, user=user)
+    classes = dict(base.classes)
+    misses: dict[str, str] = {}
+    if extended_wanted:
+        listed = resolver.device_class_list()
+        if listed.found:
+            classes = classes_from_objects(policy, listed.value)
+    for name in sorted(class_names):
+        found = resolver.device_class(name)
+        if found.found and type(found.value) is dict:
+            classes[name] = device_class_info(found.value, policy.device_classes.get(name))
+        elif name not in classes:
+            misses[name] = found.reason
+    return Context(
+        claims=MappingProxyType(claims),
+        classes=MappingProxyType(classes),
+        class_misses=MappingProxyType(misses),
+        extended=MappingProxyType(extended_map(classes)) if extended_wanted else base.extended,
+        namespace_labels=labels,
+        env_sources=MappingProxyType(env_sources),
+        user=user or base.user,
+    )
+
+
+def _classes_of(obj: dict, kind: str) -> set[str]:
+    return {leaf.device_class for req in claim_spec(obj, kind).requests for leaf in req.leaves() if leaf.device_class}

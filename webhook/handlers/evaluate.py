@@ -1,0 +1,24 @@
+"""One object through the engine, as the CLI, the audit and both webhooks see it."""
+from __future__ import annotations
+
+from webhook.config.model import Policy
+from webhook.handlers.context import build_context
+from webhook.lookups.base import Resolver
+from webhook.objects.access import as_str
+from webhook.objects.podspec import pod_view
+from webhook.policy.engine import evaluate, exempt, object_namespace
+from webhook.policy.results import Evaluation
+
+
+def evaluate_object(obj: dict, *, policy: Policy, resolver: Resolver, operation: str = "CREATE",
+                    namespace: str | None = None, user_info: dict | None = None, kind: str | None = None,
+                    validate: bool = True, mutate: bool = True) -> Evaluation:
+    kind = as_str(obj.get("kind")) or kind or ""
+    namespace = object_namespace(obj, kind, namespace or "")
+    skipped = exempt(obj, kind, namespace, policy)
+    if skipped is not None:
+        return skipped  # before any lookup: exempt namespaces cost nothing
+    view = pod_view(obj, kind, namespace)  # None for kinds without a pod spec; built once, read by both
+    context = build_context(obj, kind, namespace, policy=policy, resolver=resolver, user=user_info, view=view)
+    return evaluate(obj, policy=policy, context=context, namespace=namespace, operation=operation, kind=kind,
+                    validate=validate, mutate=mutate, view=view)

@@ -1,0 +1,65 @@
+"""The CLI's resolver: every document given on the command line (and, for `audit`, every object listed),
+so a pod's claims, templates and DeviceClasses resolve from the same input; what the bundle lacks is
+asked of `fallback` (the cluster for `audit`, nothing for `check`)."""
+from __future__ import annotations
+
+from webhook.lookups.base import Lookup, NoLookups, Resolver
+from webhook.objects.access import as_dict, as_str
+
+
+class BundleResolver:
+    def __init__(self, documents, *, default_namespace: str = "default", fallback: Resolver | None = None):
+        self._fallback = fallback or NoLookups("not among the given manifests")
+        self._objects: dict[tuple[str, str, str], dict] = {}
+        self._classes: list[dict] = []
+        for doc in documents:
+            if type(doc) is not dict:
+                continue
+            kind = as_str(doc.get("kind"))
+            meta = as_dict(doc.get("metadata"))
+            name = as_str(meta.get("name"))
+            if not kind or not name:
+                continue
+            namespace = "" if kind in ("DeviceClass", "Namespace") else (as_str(meta.get("namespace")) or default_namespace)
+            self._objects[(kind, namespace, name)] = doc
+            if kind == "DeviceClass":
+                self._classes.append(doc)
+
+    def _get(self, kind: str, namespace: str, name: str, ask) -> Lookup:
+        doc = self._objects.get((kind, namespace, name))
+        return Lookup.hit(doc) if doc is not None else ask()
+
+    def resource_claim(self, namespace: str, name: str) -> Lookup:
+        return self._get("ResourceClaim", namespace, name, lambda: self._fallback.resource_claim(namespace, name))
+
+    def resource_claim_template(self, namespace: str, name: str) -> Lookup:
+        return self._get("ResourceClaimTemplate", namespace, name,
+                         lambda: self._fallback.resource_claim_template(namespace, name))
+
+    def device_class(self, name: str) -> Lookup:
+        return self._get("DeviceClass", "", name, lambda: self._fallback.device_class(name))
+
+    def device_class_list(self) -> Lookup:
+        found = self._fallback.device_class_list()
+        listed = {as_str(as_dict(c.get("metadata")).get("name")): c for c in (found.value if found.found else ())}
+        listed.update({as_str(as_dict(c.get("metadata")).get("name")): c for c in self._classes})
+        return Lookup.hit(tuple(listed.values()))
+
+    def namespace_labels(self, name: str) -> Lookup:
+        doc = self._objects.get(("Namespace", "", name))
+        if doc is not None:
+            return Lookup.hit(dict(as_dict(as_dict(doc.get("metadata")).get("labels"))))
+        return self._fallback.namespace_labels(name)
+
+    def _keys(self, kind: str, namespace: str, name: str, ask) -> Lookup:
+        doc = self._objects.get((kind, namespace, name))
+        if doc is None:
+            return ask()
+        keys = set(as_dict(doc.get("data"))) | set(as_dict(doc.get("binaryData"))) | set(as_dict(doc.get("stringData")))
+        return Lookup.hit(frozenset(k for k in keys if type(k) is str))
+
+    def config_map_keys(self, namespace: str, name: str) -> Lookup:
+        return self._keys("ConfigMap", namespace, name, lambda: self._fallback.config_map_keys(namespace, name))
+
+    def secret_keys(self, namespace: str, name: str) -> Lookup:
+        return self._keys("Secret", namespace, name, lambda: self._fallback.secret_keys(namespace, name))

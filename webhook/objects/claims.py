@@ -1,0 +1,118 @@
+"""DRA objects read in their own API version's shape (v1/v1beta2 `exactly`, v1beta1 `deviceClassName`
+directly on the request), normalised to what their v1 conversion means."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from webhook.objects.access import as_dict, as_list, as_str, integer
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    name: str
+    path: str  # field path of the request (or of the firstAvailable alternative)
+    device_class: str | None
+    allocation_mode: str  # ExactCount | All
+    count: int
+    admin_access: bool
+    has_shape: bool  # v1/v1beta2: has exactly or firstAvailable; always True for the beta1 shape
+    alternatives: tuple["DeviceRequest", ...] = ()
+
+    def leaves(self) -> tuple["DeviceRequest", ...]:
+        """The device requests that can be allocated: the request itself, or each firstAvailable entry."""
+        return self.alternatives or (self,)
+
+
+@dataclass(frozen=True, slots=True)
+class OpaqueConfig:
+    driver: str | None
+    requests: tuple[str, ...]  # empty: every request of the claim
+    sharing_strategy: str | None  # TimeSlicing | MPS from a GpuConfig / MigDeviceConfig
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimSpec:
+    api_version: str
+    path: str  # of the devices block's parent: "spec" (claim) or "spec.spec" (template)
+    requests: tuple[DeviceRequest, ...]
+    configs: tuple[OpaqueConfig, ...]
+    legacy_class: str | None  # v1alpha2 spec.resourceClassName
+
+
+def _request(raw: dict, path: str, beta1: bool) -> DeviceRequest:
+    name = as_str(raw.get("name")) or ""
+    exactly = raw.get("exactly")
+    first = as_list(raw.get("firstAvailable"))
+    body = raw if beta1 or type(exactly) is not dict else exactly
+    body_path = path if body is raw else f"{path}.exactly"
+    alternatives = tuple(
+        _request(alt, f"{path}.firstAvailable[{i}]", beta1=True) for i, alt in enumerate(first) if type(alt) is dict
+    )
+    mode = as_str(body.get("allocationMode")) or "ExactCount"
+    count = integer(body.get("count"))
+    return DeviceRequest(
+        name=name,
+        path=body_path,
+        device_class=as_str(body.get("deviceClassName")),
+        allocation_mode=mode,
+        count=1 if count is None and mode == "ExactCount" else (count or 0),
+        admin_access=body.get("adminAccess") is True,
+        has_shape=beta1 or type(exactly) is dict or bool(first),
+        alternatives=alternatives,
+    )
+
+
+def _config(raw: dict, path: str) -> OpaqueConfig | None:
+    opaque = as_dict(raw.get("opaque"))
+    if not opaque:
+        return None
+    params = as_dict(opaque.get("parameters"))
+    sharing = as_dict(params.get("sharing"))
+    return OpaqueConfig(
+        driver=as_str(opaque.get("driver")),
+        requests=tuple(r for r in as_list(raw.get("requests")) if type(r) is str),
+        sharing_strategy=as_str(sharing.get("strategy")),
+        path=f"{path}.opaque.parameters.sharing.strategy",
+    )
+
+
+def claim_spec(obj: dict, kind: str) -> ClaimSpec:
+    """The device requests of a ResourceClaim (`spec`) or a ResourceClaimTemplate (`spec.spec`)."""
+    api_version = as_str(obj.get("apiVersion")) or ""
+    spec = as_dict(obj.get("spec"))
+    path = "spec"
+    if kind == "ResourceClaimTemplate":
+        spec = as_dict(spec.get("spec"))
+        path = "spec.spec"
+    devices = as_dict(spec.get("devices"))
+    beta1 = api_version.endswith(("/v1beta1", "/v1alpha3"))
+    requests = tuple(
+        _request(r, f"{path}.devices.requests[{i}]", beta1)
+        for i, r in enumerate(as_list(devices.get("requests")))
+        if type(r) is dict
+    )
+    configs = tuple(
+        c for i, r in enumerate(as_list(devices.get("config"))) if type(r) is dict
+        if (c := _config(r, f"{path}.devices.config[{i}]"))
+    )
+    return ClaimSpec(api_version, path, requests, configs, as_str(spec.get("resourceClassName")))
+
+
+_DRIVER = re.compile(r"""device\.driver\s*==\s*(["'])([^"']+)\1""")
+_TYPE = re.compile(r"""device\.attributes\[\s*(["'])([^"']+)\1\s*\]\.type\s*==\s*(["'])([^"']+)\3""")
+
+
+def class_selectors(obj: dict) -> tuple[str | None, str | None]:
+    """(driver, device type) a DeviceClass's CEL selectors pin, either quote style; None where they do not."""
+    driver = device_type = None
+    for sel in as_list(as_dict(obj.get("spec")).get("selectors")):
+        expr = as_str(as_dict(as_dict(sel).get("cel")).get("expression"))
+        if not expr:
+            continue
+        if driver is None and (m := _DRIVER.search(expr)):
+            driver = m.group(2)
+        if device_type is None and (m := _TYPE.search(expr)):
+            device_type = m.group(4)
+    return driver, device_type

@@ -1,0 +1,75 @@
+"""A pod-bearing object seen through its pod spec, with the field path prefix kept for messages."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.kinds import BY_KIND, KindInfo
+
+SECTIONS = (("containers", "container"), ("initContainers", "init container"), ("ephemeralContainers", "ephemeral container"))
+
+
+# NamedTuples, not frozen dataclasses: views are built on every admission request and a tuple is
+# several times cheaper to construct; they are just as immutable.
+class Container(NamedTuple):
+    name: str
+    label: str  # 'container "trainer"' as messages say it
+    path: str  # spec.containers[0]
+    raw: dict
+    section: str  # containers | initContainers | ephemeralContainers
+    index: int
+
+
+class PodView(NamedTuple):
+    kind: KindInfo
+    namespace: str
+    name: str  # display name: generateName + "*" when the apiserver has not named it yet
+    obj: dict
+    spec: dict
+    meta: dict  # the pod's own metadata: the object's for a Pod, the template's for workloads
+    prefix: str  # "spec" or "spec.template.spec"
+    containers: tuple[Container, ...]
+
+    @property
+    def subject(self) -> str:
+        return f'{self.kind.kind.lower()} "{self.namespace}/{self.name}"' if self.namespace else \
+            f'{self.kind.kind.lower()} "{self.name}"'
+
+    @property
+    def is_pod(self) -> bool:
+        return self.kind.kind == "Pod"
+
+
+def display_name(obj: dict) -> str:
+    meta = as_dict(obj.get("metadata"))
+    name = as_str(meta.get("name"))
+    if name:
+        return name
+    generate = as_str(meta.get("generateName"))
+    return f"{generate}*" if generate else "(unnamed)"
+
+
+def object_namespace(obj: dict, default: str = "") -> str:
+    return as_str(as_dict(obj.get("metadata")).get("namespace")) or default
+
+
+def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
+    info = BY_KIND.get(kind)
+    if info is None or info.pod_spec_path is None:
+        return None
+    node = obj
+    parent = obj
+    for key in info.pod_spec_path:
+        parent = node
+        node = as_dict(node.get(key)) if type(node) is dict else {}
+    spec = node if type(node) is dict else {}
+    meta = as_dict(obj.get("metadata")) if info.kind == "Pod" else as_dict(parent.get("metadata"))
+    prefix = ".".join(info.pod_spec_path)
+    containers = []
+    for section, word in SECTIONS:
+        for i, c in enumerate(as_list(spec.get(section))):
+            if type(c) is not dict:
+                continue
+            name = as_str(c.get("name")) or f"#{i}"
+            containers.append(Container(name, f'{word} "{name}"', f"{prefix}.{section}[{i}]", c, section, i))
+    return PodView(info, namespace, display_name(obj), obj, spec, meta, prefix, tuple(containers))

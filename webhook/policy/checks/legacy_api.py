@@ -1,0 +1,38 @@
+from webhook.objects.access import as_str
+from webhook.objects.kinds import LEGACY_DRA_VERSIONS
+from webhook.policy.messages import message
+from webhook.policy.results import Finding
+from webhook.rules import Rule
+
+RULE = Rule.LEGACY_API
+WHY = "no Kubernetes 1.34+ cluster accepts this shape (it was removed with the alpha DRA API)"
+
+
+def check(facts, context, policy):
+    return [
+        Finding(RULE, f"{claim.path}.source", message(
+            policy, RULE, facts.view.subject, f'claim "{claim.name}" uses the source wrapper ({claim.path}.source)', WHY,
+            "name resourceClaimTemplateName or resourceClaimName directly on the resourceClaims entry"))
+        for claim in facts.claims
+        if claim.legacy_source
+    ]
+
+
+def check_object(subject: str, obj: dict, spec, info, policy) -> list[Finding]:
+    """A DRA object: an alpha API version, a v1alpha2 resourceClassName, a DeviceClass's suitableNodes."""
+    out = []
+    version = as_str(obj.get("apiVersion")) or ""
+    if version in LEGACY_DRA_VERSIONS:
+        out.append(Finding(RULE, "apiVersion", message(
+            policy, RULE, subject, f"apiVersion is {version}", WHY,
+            "rewrite it for resource.k8s.io/v1 (requests[].exactly.deviceClassName, DeviceClass CEL selectors)")))
+    if spec is not None and spec.legacy_class:
+        path = f"{spec.path}.resourceClassName"
+        out.append(Finding(RULE, path, message(
+            policy, RULE, subject, f"the claim names ResourceClass {spec.legacy_class!r} ({path})", WHY,
+            "use spec.devices.requests[].exactly.deviceClassName with a DeviceClass")))
+    if info is not None and "spec.suitableNodes" in info.legacy_fields:
+        out.append(Finding(RULE, "spec.suitableNodes", message(
+            policy, RULE, subject, "the DeviceClass sets suitableNodes (spec.suitableNodes)", WHY,
+            "remove it and constrain workloads with their own node selector or affinity")))
+    return out

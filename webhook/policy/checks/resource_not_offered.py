@@ -1,0 +1,83 @@
+from webhook.config.model import DEVICE_PLUGIN, DRA
+from webhook.policy.messages import message, names
+from webhook.policy.results import Finding
+from webhook.rules import Rule
+
+RULE = Rule.RESOURCE_NOT_OFFERED
+MIG_PREFIX = "nvidia.com/mig-"
+
+
+def class_problem(cohort, info) -> str | None:
+    """Why a DRA cohort does not offer what a DeviceClass selects; None when it does."""
+    if cohort.device_classes and info.name not in cohort.device_classes:
+        return f"the cohort offers only the DeviceClasses {names(cohort.device_classes)}"
+    if info.driver and cohort.driver and info.driver != cohort.driver:
+        return f"it selects devices of the driver {info.driver}; the cohort runs {cohort.driver}"
+    if cohort.device_types and info.device_type and info.device_type not in cohort.device_types:
+        return (f"it selects devices of type {info.device_type}; the cohort offers only type "
+                f"{names(cohort.device_types)} (full GPUs)" if cohort.device_types == ("gpu",) else
+                f"it selects devices of type {info.device_type}; the cohort offers only type {names(cohort.device_types)}")
+    return None
+
+
+def _device_plugin(facts, cohort, policy):
+    offered = cohort.offered_resources()
+    sharing = cohort.time_slicing is not None or cohort.mps is not None
+    out = []
+    for use in facts.device_plugin + facts.other_nvidia:
+        name = use.resource
+        if name in offered or (name.endswith(".shared") and not sharing):
+            continue  # a shared name on a cohort without sharing is sharing-not-enabled's finding
+        fix = f"request one of {names(sorted(offered))}" if offered else "target a cohort that offers it"
+        if name.startswith(MIG_PREFIX):
+            profile = name[len(MIG_PREFIX):]
+            if cohort.mig_strategy == "none":
+                why = ("MIG resources exist only where MIG geometry and a matching migStrategy exist; this cohort runs "
+                       "migStrategy: none, so nothing creates the resource and the pod never schedules")
+                fix = "request nvidia.com/gpu, or have the GPU owner configure MIG geometry and migStrategy: mixed first"
+            elif cohort.mig_strategy == "single":
+                why = "with migStrategy: single the device plugin advertises MIG devices as nvidia.com/gpu"
+                fix = "request nvidia.com/gpu"
+            else:
+                table = ", ".join(f"{p}×{n}" for p, n in cohort.mig_profiles.items())
+                why = f"profile {profile} is not in this cohort's MIG profile table ({table})"
+        else:
+            why = "no node of the cohort advertises it, so the pod never schedules"
+        out.append(Finding(RULE, use.path, message(
+            policy, RULE, facts.view.subject,
+            f'{use.container.label} requests {name} ({use.path}) on cohort "{cohort.name}"', why, fix)))
+    return out
+
+
+def _dra(facts, cohort, context, policy):
+    out = []
+    for claim in facts.gpu_claims:
+        for req in claim.gpu_requests:
+            info = context.device_class(req.device_class)
+            problem = class_problem(cohort, info) if info else None
+            if problem:
+                out.append(Finding(RULE, claim.path, message(
+                    policy, RULE, facts.view.subject,
+                    f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for DeviceClass "{info.name}" '
+                    f'({req.path}) on cohort "{cohort.name}"', problem,
+                    "use a DeviceClass the cohort offers, e.g. " + (cohort.device_classes[0] if cohort.device_classes
+                                                                    else cohort.driver or "gpu.nvidia.com"))))
+    for use in facts.dra_resources:
+        problem = class_problem(cohort, use.device_class)
+        if problem:
+            out.append(Finding(RULE, use.path, message(
+                policy, RULE, facts.view.subject,
+                f'{use.container.label} requests {use.resource} ({use.path}), DeviceClass "{use.device_class.name}", '
+                f'on cohort "{cohort.name}"', problem, "request a DeviceClass the cohort offers")))
+    return out
+
+
+def check(facts, context, policy):
+    cohort = facts.choice.cohort
+    if cohort is None:
+        return []
+    if cohort.mechanism == DEVICE_PLUGIN:
+        return _device_plugin(facts, cohort, policy)
+    if cohort.mechanism == DRA:
+        return _dra(facts, cohort, context, policy)
+    return []

@@ -1,0 +1,21 @@
+from webhook.config.model import DEVICE_PLUGIN
+from webhook.policy.messages import message
+from webhook.policy.results import Finding
+from webhook.rules import Rule
+
+RULE = Rule.RUNTIME_CLASS_CONFLICT
+
+
+def check(facts, context, policy):
+    cohort = facts.choice.cohort
+    if cohort is None or cohort.mechanism != DEVICE_PLUGIN or not facts.device_plugin:
+        return []
+    runtime = facts.view.spec.get("runtimeClassName")
+    if runtime is None or runtime == cohort.runtime_class_name:
+        return []
+    path = f"{facts.view.prefix}.runtimeClassName"
+    return [Finding(RULE, path, message(
+        policy, RULE, facts.view.subject, f"runtimeClassName is {runtime!r} ({path}) for a device-plugin GPU pod",
+        f'cohort "{cohort.name}" injects GPUs through the {cohort.runtime_class_name} RuntimeClass (its containerd '
+        "handler); another runtime starts the container without them",
+        f"set runtimeClassName: {cohort.runtime_class_name}, or remove it and let the webhook set it"))]

@@ -1,0 +1,17 @@
+from webhook.policy.messages import message
+from webhook.policy.results import Finding
+from webhook.rules import Rule
+
+RULE = Rule.SHARED_CLAIM
+
+
+def check(facts, context, policy):
+    return [
+        Finding(RULE, claim.path, message(
+            policy, RULE, facts.view.subject,
+            f'claim "{claim.name}" ({claim.path}) names the GPU ResourceClaim "{claim.ref_name}" directly',
+            "every pod that names one ResourceClaim shares its single allocation, so these pods share the same GPUs",
+            "use resourceClaimTemplateName for GPUs of its own per pod, or keep it if sharing is intended"))
+        for claim in facts.gpu_claims
+        if claim.ref_kind == "ResourceClaim"
+    ]

@@ -1,0 +1,61 @@
+from webhook.policy.messages import message
+from webhook.policy.results import Finding
+from webhook.rules import Rule
+
+RULE = Rule.SHARED_EXCLUSIVE_MIX
+
+
+def shared_names(facts) -> frozenset[str]:
+    cohort = facts.choice.cohort
+    return cohort.shared_resources() if cohort is not None else frozenset()
+
+
+def is_shared(name: str, shared: frozenset[str]) -> bool:
+    return name in shared or name.endswith(".shared")
+
+
+def marked_exclusive(facts, policy) -> bool:
+    label = policy.exclusive_label
+    for meta in (facts.view.meta, facts.view.obj.get("metadata")):
+        if type(meta) is dict and type(meta.get("labels")) is dict and meta["labels"].get(label) == "true":
+            return True
+    return False
+
+
+def check(facts, context, policy):
+    if not facts.device_plugin and not facts.claims:
+        return []
+    shared = shared_names(facts)
+    out = []
+    per_container: dict[str, list] = {}
+    for use in facts.device_plugin:
+        per_container.setdefault(use.container.name, []).append(use)
+    for uses in per_container.values():
+        sh = [u for u in uses if is_shared(u.resource, shared)]
+        ex = [u for u in uses if not is_shared(u.resource, shared)]
+        # Without renaming, time-sliced replicas keep the exclusive name: the two forms are one resource.
+        if sh and ex and sh[0].resource != ex[0].resource:
+            c = uses[0].container
+            out.append(Finding(RULE, ex[0].path, message(
+                policy, RULE, facts.view.subject,
+                f"{c.label} requests the exclusive {ex[0].resource} and the shared {sh[0].resource} ({ex[0].path})",
+                "a container gets either a whole GPU or time-shared replicas; together they give unpredictable "
+                "isolation and memory", f"keep either {ex[0].resource} or {sh[0].resource}")))
+    if marked_exclusive(facts, policy):
+        for use in facts.device_plugin:
+            if is_shared(use.resource, shared) and use.resource.endswith(".shared"):
+                out.append(Finding(RULE, use.path, message(
+                    policy, RULE, facts.view.subject,
+                    f"{use.container.label} requests the shared {use.resource} ({use.path}) in a workload labelled "
+                    f"{policy.exclusive_label}=true",
+                    "shared replicas have no memory or fault isolation from other pods",
+                    "request the exclusive resource (nvidia.com/gpu), or remove the label")))
+        for claim in facts.gpu_claims:
+            for strategy in claim.sharing:
+                out.append(Finding(RULE, claim.path, message(
+                    policy, RULE, facts.view.subject,
+                    f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing in a workload '
+                    f"labelled {policy.exclusive_label}=true",
+                    "shared GPUs have no memory or fault isolation from other workloads",
+                    "use a claim without a sharing config, or remove the label")))
+    return out

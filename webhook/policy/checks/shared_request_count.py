@@ -1,0 +1,34 @@
+from webhook.config.model import DEVICE_PLUGIN
+from webhook.policy.messages import message
+from webhook.policy.results import Finding
+from webhook.rules import Rule
+
+RULE = Rule.SHARED_REQUEST_COUNT
+
+
+def failing_shared_names(cohort) -> dict[str, str]:
+    """Shared resource name -> "time-sliced" | "MPS", for sharing that fails requests above 1."""
+    out = {}
+    for sharing, word in ((cohort.time_slicing, "time-sliced"), (cohort.mps, "MPS")):
+        if sharing is not None and sharing.fail_requests_greater_than_one:
+            for name in sharing.exposed_names():
+                out[name] = word
+    return out
+
+
+def check(facts, context, policy):
+    cohort = facts.choice.cohort
+    if cohort is None or cohort.mechanism != DEVICE_PLUGIN or not facts.device_plugin:
+        return []
+    failing = failing_shared_names(cohort)
+    out = []
+    for use in facts.device_plugin:
+        word = failing.get(use.resource)
+        if word and use.count > 1:
+            out.append(Finding(RULE, use.path, message(
+                policy, RULE, facts.view.subject,
+                f"{use.container.label} requests {use.count:g} of the {word} resource {use.resource} ({use.path})",
+                f'cohort "{cohort.name}" fails requests for more than one shared replica at allocation time on the node '
+                "(UnexpectedAdmissionError, long after admission), and more replicas buy neither memory nor "
+                "proportional compute", f"request {use.resource}: 1")))
+    return out

@@ -1,0 +1,46 @@
+from webhook.config.model import DEVICE_PLUGIN, DRA
+from webhook.policy.messages import message, names
+from webhook.policy.results import Finding
+from webhook.rules import Rule
+
+RULE = Rule.SHARING_NOT_ENABLED
+
+
+def claim_sharing_problems(spec, cohort, policy):
+    """(path, strategy) of opaque GPU configs asking for sharing that a DRA cohort does not enable."""
+    for config in spec.configs:
+        strategy = config.sharing_strategy
+        if strategy and (config.driver in policy.gpu_drivers or config.driver is None) \
+                and strategy not in cohort.sharing_strategies:
+            yield config.path, strategy
+
+
+def dra_fix(cohort) -> str:
+    allowed = names(cohort.sharing_strategies)
+    return (f"use {allowed} or remove the sharing config" if allowed else
+            "remove the sharing config (exclusive GPUs), or have the GPU owner enable the driver's sharing feature "
+            "gate and list it in the cohort's sharingStrategies")
+
+
+def check(facts, context, policy):
+    cohort = facts.choice.cohort
+    if cohort is None:
+        return []
+    out = []
+    if cohort.mechanism == DEVICE_PLUGIN and cohort.time_slicing is None and cohort.mps is None:
+        for use in facts.device_plugin:
+            if use.resource.endswith(".shared"):
+                out.append(Finding(RULE, use.path, message(
+                    policy, RULE, facts.view.subject,
+                    f'{use.container.label} requests the shared resource {use.resource} ({use.path}) on cohort '
+                    f'"{cohort.name}"', "the cohort does not enable time-slicing or MPS, so no node advertises shared "
+                    "replicas and the pod never schedules", "request nvidia.com/gpu (a whole GPU)")))
+    elif cohort.mechanism == DRA:
+        for claim in facts.gpu_claims:
+            for path, strategy in claim_sharing_problems(claim.spec, cohort, policy):
+                out.append(Finding(RULE, claim.path, message(
+                    policy, RULE, facts.view.subject,
+                    f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing ({path}) on '
+                    f'cohort "{cohort.name}"', f"{strategy} is an Alpha driver feature this cohort does not enable",
+                    dra_fix(cohort))))
+    return out

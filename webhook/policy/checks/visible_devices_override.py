@@ -1,0 +1,67 @@
+from webhook.objects.access import as_dict, as_list, as_str
+from webhook.policy.messages import message, names
+from webhook.policy.results import Finding
+from webhook.rules import Action, Rule
+
+RULE = Rule.VISIBLE_DEVICES_OVERRIDE
+HIDDEN = "void"  # what hide-gpus sets on containers without a GPU: not an override
+WHY = ("the device plugin or DRA driver makes exactly the allocated GPUs visible; an override hides or misreports them "
+       "and grants nothing, and under the nvidia runtime NVIDIA_* variables can expose GPUs the pod never requested")
+
+
+def _env_sources(container):
+    for i, src in enumerate(as_list(container.raw.get("envFrom"))):
+        src = as_dict(src)
+        prefix = as_str(src.get("prefix")) or ""
+        for field, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+            ref = as_dict(src.get(field))
+            name = as_str(ref.get("name"))
+            if name:
+                yield i, kind, name, prefix, ref.get("optional") is True
+
+
+def check(facts, context, policy):
+    variables = policy.visible_device_variables
+    gpu_containers = None
+    out = []
+    for c in facts.view.containers:
+        for i, env in enumerate(as_list(c.raw.get("env"))):
+            name = as_str(as_dict(env).get("name"))
+            if name not in variables:
+                continue
+            if name == "NVIDIA_VISIBLE_DEVICES" and env.get("value") == HIDDEN:
+                if gpu_containers is None:
+                    gpu_containers = facts.gpu_containers()
+                if c.name not in gpu_containers:
+                    continue
+            path = f"{c.path}.env[{i}]"
+            how = "from " + ("a ConfigMap/Secret" if "valueFrom" in env else "its value")
+            out.append(Finding(RULE, path, message(
+                policy, RULE, facts.view.subject, f"{c.label} sets {name} ({path}, {how})", WHY,
+                f"remove {name} and ask for GPUs with resources.limits or a ResourceClaim")))
+        for i, kind, name, prefix, optional in _env_sources(c):
+            path = f"{c.path}.envFrom[{i}]"
+            found = context.env_sources.get((kind, name))
+            if found is not None and found.found:
+                hits = sorted(v for v in (prefix + k for k in found.value) if v in variables)
+                if hits:
+                    out.append(Finding(RULE, path, message(
+                        policy, RULE, facts.view.subject,
+                        f'{c.label} takes {names(hits)} from {kind} "{name}" ({path}, envFrom)', WHY,
+                        f"remove {names(hits)} from the {kind}, or stop importing it with envFrom")))
+            elif not (optional and found is not None and found.reason == "not found") and _gpu_relevant(facts, policy):
+                reason = found.reason if found is not None else "cluster lookups are off"
+                out.append(Finding(RULE, path, message(
+                    policy, RULE, facts.view.subject,
+                    f'{c.label} imports {kind} "{name}" with envFrom ({path}), which could not be read ({reason})',
+                    f"it may set {names(sorted(variables & {'CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES'}))} "
+                    "for a GPU pod", f"make sure the {kind} holds none of the visible-devices variables, or turn on "
+                    f"the {kind} lookups"), cap=Action.WARN))
+    return out
+
+
+def _gpu_relevant(facts, policy) -> bool:
+    if facts.is_gpu or facts.choice.cohort is not None:
+        return True
+    runtime = facts.view.spec.get("runtimeClassName")
+    return runtime is not None and any(c.runtime_class_name == runtime for c in policy.cohorts)

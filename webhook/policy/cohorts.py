@@ -1,0 +1,111 @@
+"""Which cohort a pod spec is bound for (DESIGN.md section 4)."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from webhook.config.model import Cohort, Policy
+from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.podspec import PodView
+from webhook.policy.context import Context
+
+SELECTOR = "selector"
+NAMESPACE = "namespace"
+INFERRED = "inferred"
+AFFINITY_PATH = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+class CohortChoice(NamedTuple):
+    cohort: Cohort | None = None
+    source: str | None = None  # selector | namespace | inferred
+    conflict: tuple[str, ...] = ()  # names of the cohorts a contradictory selector targets
+    path: str = ""  # where the choice (or the conflict) comes from
+
+
+NONE = CohortChoice()
+
+
+def _discriminating(policy: Policy) -> dict[str, dict[str, Cohort]]:
+    """label key -> {value: cohort} for keys whose values tell cohorts apart."""
+    out: dict[str, dict[str, Cohort]] = {}
+    for c in policy.cohorts:
+        for k, v in c.node_labels.items():
+            out.setdefault(k, {})[v] = c
+    return {k: vals for k, vals in out.items() if len(vals) > 1 or len(policy.cohorts) == 1}
+
+
+def _expression_allows(expr: dict, labels) -> bool:
+    key = as_str(expr.get("key"))
+    op = expr.get("operator")
+    values = as_list(expr.get("values"))
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    return True  # Gt / Lt and anything unknown: no verdict
+
+
+def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
+    spec = view.spec
+    selector = as_dict(spec.get("nodeSelector"))
+    terms = as_list(as_dict(as_dict(as_dict(spec.get("affinity")).get("nodeAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms"))
+    if not selector and not terms:
+        return NONE
+    keys = _discriminating(policy)
+    cohort_keys = {k for c in policy.cohorts for k in c.node_labels}
+    named: dict[str, Cohort] = {}
+    candidates = {c.name: c for c in policy.cohorts}
+    path = f"{view.prefix}.nodeSelector"
+    for k, v in selector.items():
+        if k in keys and v in keys[k]:
+            named[keys[k][v].name] = keys[k][v]
+        if k in cohort_keys:
+            candidates = {n: c for n, c in candidates.items() if c.node_labels.get(k) == v}
+    if terms:
+        allowed: dict[str, Cohort] = {}
+        for term in terms:
+            exprs = [e for e in as_list(as_dict(term).get("matchExpressions")) if type(e) is dict]
+            for e in exprs:
+                if e.get("operator") == "In" and e.get("key") in keys:
+                    for value in as_list(e.get("values")):
+                        if value in keys[e["key"]]:
+                            c = keys[e["key"]][value]
+                            named[c.name] = c
+                            path = f"{view.prefix}.{AFFINITY_PATH}"
+            for c in policy.cohorts:
+                if all(_expression_allows(e, c.node_labels) for e in exprs if e.get("key") in cohort_keys):
+                    allowed[c.name] = c
+        candidates = {n: c for n, c in candidates.items() if n in allowed}
+    if not named:
+        return NONE
+    chosen = [c for n, c in named.items() if n in candidates]
+    if len(chosen) == 1:
+        return CohortChoice(chosen[0], SELECTOR, path=path)
+    return CohortChoice(conflict=tuple(sorted(named)), path=path)
+
+
+def from_namespace(view: PodView, policy: Policy, context: Context) -> CohortChoice:
+    name = policy.namespace_cohorts.get(view.namespace)
+    if name:
+        return CohortChoice(policy.cohort(name), NAMESPACE, path="namespaceCohorts")
+    labels = context.namespace_labels
+    value = labels.get(policy.allocation_label) if labels else None
+    if value:
+        for c in policy.cohorts:
+            if c.node_labels.get(policy.allocation_label) == value or c.name == value:
+                return CohortChoice(c, NAMESPACE, path=f"namespace label {policy.allocation_label}")
+    return NONE
+
+
+def inferred(mechanisms: frozenset[str], policy: Policy) -> CohortChoice:
+    if len(mechanisms) != 1:
+        return NONE
+    (mechanism,) = mechanisms
+    running = [c for c in policy.cohorts if c.mechanism == mechanism]
+    if len(running) == 1:
+        return CohortChoice(running[0], INFERRED)
+    return NONE

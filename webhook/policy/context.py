@@ -1,0 +1,83 @@
+"""What a decision may know beyond the object itself, resolved before the policy runs (by the CLI's
+bundle, the config, or the cluster cache) and handed in frozen."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from webhook.config.model import DeviceClassInfo, Policy
+from webhook.lookups.base import Lookup
+from webhook.objects.access import as_dict, as_str
+from webhook.objects.claims import class_selectors
+from webhook.objects.kinds import LEGACY_DRA_VERSIONS
+
+_EMPTY = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    # ("ResourceClaim" | "ResourceClaimTemplate", name) in the object's namespace -> the object, or why not
+    claims: Mapping[tuple[str, str], Lookup] = field(default_factory=lambda: _EMPTY)
+    # every DeviceClass known: the config's, then the bundle's / cluster's (which win)
+    classes: Mapping[str, DeviceClassInfo] = field(default_factory=lambda: _EMPTY)
+    class_misses: Mapping[str, str] = field(default_factory=lambda: _EMPTY)  # class name -> reason
+    extended: Mapping[str, DeviceClassInfo] = field(default_factory=lambda: _EMPTY)  # extendedResourceName -> class
+    namespace_labels: Mapping[str, str] | None = None
+    # ("ConfigMap" | "Secret", name) -> frozenset of key names, or why not
+    env_sources: Mapping[tuple[str, str], Lookup] = field(default_factory=lambda: _EMPTY)
+    user: Mapping = field(default_factory=lambda: _EMPTY)  # the request's userInfo
+
+    def device_class(self, name: str | None) -> DeviceClassInfo | None:
+        return self.classes.get(name) if name else None
+
+
+def device_class_info(obj: dict, known: DeviceClassInfo | None = None) -> DeviceClassInfo:
+    """Read a DeviceClass object: driver and type from its CEL selectors, else from the config's entry."""
+    meta = as_dict(obj.get("metadata"))
+    spec = as_dict(obj.get("spec"))
+    driver, device_type = class_selectors(obj)
+    legacy = []
+    if "suitableNodes" in spec:
+        legacy.append("spec.suitableNodes")
+    if as_str(obj.get("apiVersion")) in LEGACY_DRA_VERSIONS:
+        legacy.append("apiVersion")
+    return DeviceClassInfo(
+        name=as_str(meta.get("name")) or (known.name if known else ""),
+        driver=driver or (known.driver if known else None),
+        device_type=device_type or (known.device_type if known else None),
+        extended_resource_name=as_str(spec.get("extendedResourceName")),
+        legacy_fields=tuple(legacy),
+    )
+
+
+_base_cache: list = [None, None]  # (policy, context): one policy is in force at a time
+
+
+def base_context(policy: Policy) -> Context:
+    """The context when nothing outside the object is known: the config's DeviceClasses only."""
+    if _base_cache[0] is not policy:
+        extended = extended_map(policy.device_classes)
+        _base_cache[:] = [policy, Context(classes=policy.device_classes, extended=MappingProxyType(extended))]
+    return _base_cache[1]
+
+
+def classes_from_objects(policy: Policy, objects) -> dict[str, DeviceClassInfo]:
+    """DeviceClass dicts (bundle or cluster) read into infos, layered over the config's."""
+    out = dict(policy.device_classes)
+    for obj in objects:
+        if type(obj) is dict:
+            info = device_class_info(obj, policy.device_classes.get(as_str(as_dict(obj.get("metadata")).get("name"))))
+            if info.name:
+                out[info.name] = info
+    return out
+
+
+def extended_map(classes: Mapping[str, DeviceClassInfo]) -> dict[str, DeviceClassInfo]:
+    out: dict[str, DeviceClassInfo] = {}
+    for name in sorted(classes):  # deterministic when two classes claim one resource name
+        info = classes[name]
+        if info.extended_resource_name and info.extended_resource_name not in out:
+            out[info.extended_resource_name] = info
+    return out
+

@@ -1,0 +1,248 @@
+"""The decision for one object: run every check, apply mutations to Pods, give each finding the action
+that the configuration (mode, namespace overrides, exceptions) assigns. Pure: no I/O, no logging."""
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Mapping
+
+from webhook.config.model import DRA, Cohort, Policy
+from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.claims import claim_spec
+from webhook.objects.kinds import BY_KIND, LEGACY_DRA_VERSIONS
+from webhook.objects.podspec import PodView, display_name, pod_view
+from webhook.policy.checks import (
+    claim_shape,
+    cohort_mismatch,
+    device_access_bypass,
+    double_mechanism,
+    legacy_api,
+    resource_not_offered,
+    run_as_root,
+    runtime_class_conflict,
+    shared_claim,
+    shared_exclusive_mix,
+    shared_request_count,
+    sharing_not_enabled,
+    unresolved_claim,
+    visible_devices_override,
+)
+from webhook.policy.context import Context, device_class_info
+from webhook.policy.draft import Draft
+from webhook.policy.gpu import analyse
+from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
+from webhook.policy.messages import message, mutation_message
+from webhook.policy.patch import make_patch
+from webhook.policy.results import Evaluation, Finding, RuleError, Violation
+from webhook.rules import Action, Rule
+
+POD_CHECKS = (
+    double_mechanism, cohort_mismatch, resource_not_offered, shared_request_count, shared_exclusive_mix,
+    sharing_not_enabled, shared_claim, visible_devices_override, device_access_bypass, runtime_class_conflict,
+    run_as_root, legacy_api, unresolved_claim,
+)
+# Order matters: placement and runtime class first, so hide-gpus sees the runtime class that will run.
+MUTATIONS = (default_placement, default_runtime_class, default_security_context, hide_gpus)
+_STRENGTH = {Action.OFF: 0, Action.AUDIT: 1, Action.WARN: 2, Action.ENFORCE: 3}
+_NO_USER: Mapping = {}
+
+
+def evaluate(obj: dict, *, policy: Policy, context: Context, namespace: str = "", operation: str = "CREATE",
+             kind: str | None = None, validate: bool = True, mutate: bool = True,
+             view: PodView | None = None) -> Evaluation:
+    """Evaluate `obj` as the webhooks would on `operation`: for a Pod on CREATE the mutating webhook's patch
+    first (`mutate`), then the validating rules on the mutated Pod (`validate`). `view` is the object's
+    pod view when the caller has already built it."""
+    kind = as_str(obj.get("kind")) or kind or ""
+    name = display_name(obj)
+    namespace = object_namespace(obj, kind, namespace)
+    info = BY_KIND.get(kind)
+    skipped = exempt(obj, kind, namespace, policy)
+    if skipped is not None:
+        return skipped
+    dry_run, actions = _settings(policy, namespace)
+    api_version = as_str(obj.get("apiVersion")) or ""
+    if info is not None and info.pod_spec_path is not None:
+        view = view or pod_view(obj, kind, namespace)
+        return _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run, actions, validate, mutate)
+    if not validate:
+        return Evaluation(kind, namespace, name, dry_run=dry_run, skipped=f"{kind} objects are never mutated")
+    if info is not None or api_version in LEGACY_DRA_VERSIONS:
+        return _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions)
+    return Evaluation(kind, namespace, name, skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
+
+
+def object_namespace(obj: dict, kind: str, default: str) -> str:
+    """The object's namespace ("" for cluster-scoped kinds), else `default` (the request's or the CLI's)."""
+    info = BY_KIND.get(kind)
+    if info is not None and not info.namespaced:
+        return ""
+    return as_str(as_dict(obj.get("metadata")).get("namespace")) or default
+
+
+def exempt(obj: dict, kind: str, namespace: str, policy: Policy) -> Evaluation | None:
+    """The skipped Evaluation for an object in an exempt namespace (infrastructure, the service's own)."""
+    if policy.is_exempt(namespace):
+        return Evaluation(kind, namespace, display_name(obj), skipped=f'namespace "{namespace}" is exempt')
+    return None
+
+
+def _settings(policy: Policy, namespace: str) -> tuple[bool, Mapping[Rule, Action]]:
+    mode, actions = policy.mode, policy.actions
+    for override in policy.namespace_overrides:
+        if namespace in override.namespaces:
+            mode = override.mode or mode
+            if override.actions:
+                actions = {**actions, **override.actions}
+    return mode == "audit", actions
+
+
+def _lifted(policy: Policy, namespace: str, name: str, spec: dict, user: Mapping) -> frozenset[Rule]:
+    """Rules that config-owned exceptions lift for this request (never an annotation on the workload)."""
+    if not policy.exceptions:
+        return frozenset()
+    username = as_str(user.get("username")) or ""
+    groups = {g for g in as_list(user.get("groups")) if type(g) is str}
+    accounts = {f"{namespace}/{as_str(spec.get('serviceAccountName')) or 'default'}"} if spec else set()
+    if username.startswith("system:serviceaccount:"):
+        accounts.add(username[len("system:serviceaccount:"):].replace(":", "/", 1))
+    lifted: set[Rule] = set()
+    for e in policy.exceptions:
+        if ((e.namespaces and namespace not in e.namespaces)
+                or (e.names and not any(fnmatchcase(name, p) for p in e.names))
+                or (e.service_accounts and not accounts.intersection(e.service_accounts))
+                or (e.users and username not in e.users)
+                or (e.groups and not groups.intersection(e.groups))
+                or (e.scheduler_names and as_str(spec.get("schedulerName")) not in e.scheduler_names)):
+            continue
+        lifted.update(e.rules)
+    return frozenset(lifted)
+
+
+def _violations(findings, actions, lifted) -> list[Violation]:
+    out = []
+    for f in findings:
+        if f.rule in lifted:
+            continue
+        action = actions.get(f.rule, Action.ENFORCE)
+        if f.cap is not None and _STRENGTH[action] > _STRENGTH[f.cap]:
+            action = f.cap
+        if action is not Action.OFF:
+            out.append(Violation(f.rule, action, f.path, f.message))
+    return out
+
+
+def _run_checks(checks, facts, context, policy, actions, lifted, errors: list) -> list[Finding]:
+    findings: list[Finding] = []
+    for check in checks:
+        if actions.get(check.RULE) is Action.OFF or check.RULE in lifted:
+            continue
+        try:
+            findings.extend(check.check(facts, context, policy))
+        except Exception as exc:  # one broken rule must not take the decision down with it
+            errors.append(RuleError(check.RULE, f"{type(exc).__name__}: {exc}", policy.on_error.get(check.RULE) == "deny"))
+    return findings
+
+
+def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run, actions, validate, mutate) -> Evaluation:
+    kind = view.kind.kind
+    facts = analyse(view, policy, context)
+    lifted = _lifted(policy, namespace, name, view.spec, context.user)
+    errors: list[RuleError] = []
+    reported: list[Violation] = []
+    mutated = None
+    patch: tuple = ()
+    if mutate and view.kind.mutated and operation == "CREATE":
+        work = Draft(obj)
+        for mutation in MUTATIONS:
+            rule = mutation.RULE
+            action = actions.get(rule, Action.ENFORCE)
+            if action is Action.OFF or rule in lifted:
+                continue
+            apply = not dry_run and action is not Action.AUDIT
+            target = work if apply or dry_run else Draft(work.root)
+            try:
+                records = mutation.mutate(target, facts, policy)
+            except Exception as exc:
+                errors.append(RuleError(rule, f"{type(exc).__name__}: {exc}", False))
+                continue
+            if not apply or action is Action.WARN:
+                verb = "sets" if apply else "would set"
+                reported.extend(Violation(rule, action, path, mutation_message(policy, rule, view.subject, verb, what, path))
+                                for path, what in records)
+        if work.changed and not dry_run:
+            mutated = work.root
+            patch = tuple(make_patch(obj, mutated))
+            if validate:
+                view = pod_view(mutated, kind, namespace)
+                facts = analyse(view, policy, context)
+    findings = _run_checks(POD_CHECKS, facts, context, policy, actions, lifted, errors) if validate else []
+    cohort = facts.choice.cohort.name if facts.choice.cohort else None
+    return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted) + reported),
+                      patch, mutated if patch else None, dry_run, cohort, tuple(errors))
+
+
+def claim_cohort(policy: Policy, namespace: str) -> Cohort | None:
+    """A claim has no node selector: the namespace's default DRA cohort, else the only DRA cohort."""
+    named = policy.cohort(policy.namespace_cohorts.get(namespace, ""))
+    if named is not None and named.mechanism == DRA:
+        return named
+    dra = [c for c in policy.cohorts if c.mechanism == DRA]
+    return dra[0] if len(dra) == 1 else None
+
+
+def _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions) -> Evaluation:
+    subject = f'{kind.lower()} "{namespace}/{name}"' if namespace else f'{kind.lower()} "{name}"'
+    lifted = _lifted(policy, namespace, name, {}, context.user)
+    errors: list[RuleError] = []
+    findings: list[Finding] = []
+    cohort = None
+    if kind in ("ResourceClaim", "ResourceClaimTemplate"):
+        spec = claim_spec(obj, kind)
+        findings += legacy_api.check_object(subject, obj, spec, None, policy)
+        leaves = tuple(leaf for req in spec.requests for leaf in req.leaves()
+                       if (info := context.device_class(leaf.device_class)) is not None
+                       and info.driver in policy.gpu_drivers)
+        cohort = claim_cohort(policy, namespace)
+        if leaves or any(not r.has_shape for r in spec.requests):
+            findings += _guarded(Rule.CLAIM_SHAPE, errors, policy, lambda: claim_shape.check_claim(
+                subject, namespace, spec, leaves, cohort, policy))
+        if leaves and cohort is not None:
+            findings += _guarded(Rule.SHARING_NOT_ENABLED, errors, policy,
+                                 lambda: _claim_sharing(subject, spec, cohort, policy))
+            findings += _guarded(Rule.RESOURCE_NOT_OFFERED, errors, policy,
+                                 lambda: _claim_classes(subject, leaves, cohort, context, policy))
+    else:
+        info = device_class_info(obj) if kind == "DeviceClass" else None
+        findings += legacy_api.check_object(subject, obj, None, info, policy)
+    return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted)), dry_run=dry_run,
+                      cohort=cohort.name if cohort else None, errors=tuple(errors))
+
+
+def _guarded(rule, errors, policy, fn) -> list[Finding]:
+    try:
+        return fn()
+    except Exception as exc:
+        errors.append(RuleError(rule, f"{type(exc).__name__}: {exc}", policy.on_error.get(rule) == "deny"))
+        return []
+
+
+def _claim_sharing(subject, spec, cohort, policy) -> list[Finding]:
+    rule = Rule.SHARING_NOT_ENABLED
+    return [Finding(rule, path, message(
+        policy, rule, subject, f"the claim asks for {strategy} sharing ({path}) on cohort \"{cohort.name}\"",
+        f"{strategy} is an Alpha driver feature this cohort does not enable", sharing_not_enabled.dra_fix(cohort)))
+        for path, strategy in sharing_not_enabled.claim_sharing_problems(spec, cohort, policy)]
+
+
+def _claim_classes(subject, leaves, cohort, context, policy) -> list[Finding]:
+    rule = Rule.RESOURCE_NOT_OFFERED
+    out = []
+    for leaf in leaves:
+        info = context.device_class(leaf.device_class)
+        problem = resource_not_offered.class_problem(cohort, info)
+        if problem:
+            out.append(Finding(rule, f"{leaf.path}.deviceClassName", message(
+                policy, rule, subject, f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
+                f"({leaf.path}.deviceClassName) on cohort \"{cohort.name}\"", problem,
+                "use a DeviceClass the cohort offers")))
+    return out

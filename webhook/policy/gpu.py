@@ -1,0 +1,185 @@
+"""How a pod spec asks for GPUs: device-plugin resources, DRA claims, DRA-served extended resources.
+Computed once per decision and read by every check."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from webhook.config.model import DEVICE_PLUGIN, DRA, DeviceClassInfo, Policy
+from webhook.objects.access import as_dict, as_list, as_str, quantity
+from webhook.objects.claims import ClaimSpec, DeviceRequest, claim_spec
+from webhook.objects.podspec import Container, PodView
+from webhook.policy import cohorts
+from webhook.policy.cohorts import CohortChoice
+from webhook.policy.context import Context
+
+IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def is_gpu_resource(name: str) -> bool:
+    """Names the NVIDIA device plugin advertises GPUs (or slices of them) under."""
+    return name.startswith("nvidia.com/gpu") or name.startswith("nvidia.com/mig-")
+
+
+class ResourceUse(NamedTuple):
+    container: Container
+    resource: str
+    count: float
+    path: str  # ...resources.limits (or .requests when only requests name it)
+    device_class: DeviceClassInfo | None = None  # set when DRA serves the resource
+
+
+class ClaimUse(NamedTuple):
+    """One entry of the pod's `resourceClaims`, resolved as far as the context allows."""
+
+    name: str
+    path: str
+    ref_kind: str | None  # ResourceClaimTemplate | ResourceClaim | None (legacy `source` or nothing)
+    ref_name: str | None
+    legacy_source: bool
+    spec: ClaimSpec | None  # None when unresolved
+    unresolved: str | None  # why it could not be resolved
+    gpu_requests: tuple[DeviceRequest, ...]  # leaves whose DeviceClass is a GPU driver's
+    unknown_classes: tuple[str, ...]  # DeviceClasses that could not be resolved
+    containers: tuple[Container, ...]
+
+    @property
+    def ref(self) -> str:
+        word = "template" if self.ref_kind == "ResourceClaimTemplate" else "claim"
+        return f'{word} "{self.ref_name}"' if self.ref_name else "no claim or template"
+
+    @property
+    def sharing(self) -> tuple[str, ...]:
+        """Sharing strategies the claim's opaque GPU config asks for."""
+        if self.spec is None:
+            return ()
+        return tuple(c.sharing_strategy for c in self.spec.configs if c.sharing_strategy)
+
+
+class GpuFacts(NamedTuple):
+    view: PodView
+    device_plugin: tuple[ResourceUse, ...]  # GPU resources served by the device plugin
+    dra_resources: tuple[ResourceUse, ...]  # extended resources served by DRA DeviceClasses
+    other_nvidia: tuple[ResourceUse, ...]  # nvidia.com/* resources that are not GPUs (e.g. network)
+    claims: tuple[ClaimUse, ...]
+    choice: CohortChoice
+
+    @property
+    def gpu_claims(self) -> tuple[ClaimUse, ...]:
+        return tuple(c for c in self.claims if c.gpu_requests)
+
+    @property
+    def mechanisms(self) -> frozenset[str]:
+        found = set()
+        if self.device_plugin:
+            found.add(DEVICE_PLUGIN)
+        if self.dra_resources or any(c.gpu_requests for c in self.claims):
+            found.add(DRA)
+        return frozenset(found)
+
+    @property
+    def is_gpu(self) -> bool:
+        return bool(self.device_plugin or self.dra_resources or any(c.gpu_requests for c in self.claims))
+
+    def gpu_containers(self) -> frozenset[str]:
+        """Names of containers that get a GPU: by a resource, or by a GPU claim they reference."""
+        names = {u.container.name for u in self.device_plugin + self.dra_resources}
+        for claim in self.claims:
+            if claim.gpu_requests or claim.unresolved:
+                names.update(c.name for c in claim.containers)
+        return frozenset(names)
+
+
+def _claim_uses(view: PodView, policy: Policy, context: Context) -> tuple[ClaimUse, ...]:
+    users: dict[str, list[Container]] = {}
+    for c in view.containers:
+        for ref in as_list(as_dict(c.raw.get("resources")).get("claims")):
+            name = as_str(as_dict(ref).get("name"))
+            if name:
+                users.setdefault(name, []).append(c)
+    out = []
+    for i, entry in enumerate(as_list(view.spec.get("resourceClaims"))):
+        if type(entry) is not dict:
+            continue
+        name = as_str(entry.get("name")) or f"#{i}"
+        path = f"{view.prefix}.resourceClaims[{i}]"
+        legacy = "source" in entry
+        source = as_dict(entry.get("source")) if legacy else entry
+        ref_kind = ref_name = None
+        if as_str(source.get("resourceClaimTemplateName")):
+            ref_kind, ref_name = "ResourceClaimTemplate", source["resourceClaimTemplateName"]
+        elif as_str(source.get("resourceClaimName")):
+            ref_kind, ref_name = "ResourceClaim", source["resourceClaimName"]
+        spec = None
+        unresolved = None
+        gpu: list[DeviceRequest] = []
+        unknown: list[str] = []
+        if ref_kind:
+            found = context.claims.get((ref_kind, ref_name))
+            if found is None or not found.found:
+                unresolved = found.reason if found is not None else "not resolved"
+            else:
+                spec = claim_spec(found.value, ref_kind)
+                for req in spec.requests:
+                    for leaf in req.leaves():
+                        info = context.device_class(leaf.device_class)
+                        if info is None:
+                            if leaf.device_class:
+                                unknown.append(leaf.device_class)
+                        elif info.driver in policy.gpu_drivers:
+                            gpu.append(leaf)
+        out.append(ClaimUse(name, path, ref_kind, ref_name, legacy, spec, unresolved, tuple(gpu),
+                            tuple(dict.fromkeys(unknown)), tuple(users.get(name, ()))))
+    return tuple(out)
+
+
+def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
+    choice = cohorts.from_selectors(view, policy)
+    if choice.cohort is None and not choice.conflict:
+        choice = cohorts.from_namespace(view, policy, context)
+    target = choice.cohort
+    device_plugin: list[ResourceUse] = []
+    dra: list[ResourceUse] = []
+    other: list[ResourceUse] = []
+    has_dp_cohort = any(c.mechanism == DEVICE_PLUGIN for c in policy.cohorts)
+    extended = context.extended
+    for c in view.containers:
+        resources = c.raw.get("resources")
+        if type(resources) is not dict:
+            continue
+        limits = as_dict(resources.get("limits"))
+        for section, values in (("limits", limits), ("requests", as_dict(resources.get("requests")))):
+            for name, value in values.items():
+                # cpu, memory, ephemeral-storage have no "/"; extended resources must have limits == requests
+                if type(name) is not str or "/" not in name or (section == "requests" and name in limits):
+                    continue
+                count = quantity(value)
+                if count is None or count <= 0:
+                    continue
+                path = f"{c.path}.resources.{section}"
+                if name.startswith(IMPLICIT_PREFIX):
+                    info = context.device_class(name[len(IMPLICIT_PREFIX):])
+                    if info is not None and info.driver in policy.gpu_drivers:
+                        dra.append(ResourceUse(c, name, count, path, info))
+                    continue
+                served = extended.get(name)
+                # KEP-5004: a DeviceClass's extendedResourceName lets DRA serve a plain resource; which
+                # mechanism the name means then depends on the cohort the pod is bound for.
+                if served is not None and served.driver in policy.gpu_drivers and (
+                    (target is not None and target.mechanism == DRA) or (target is None and not has_dp_cohort)
+                ):
+                    dra.append(ResourceUse(c, name, count, path, served))
+                elif is_gpu_resource(name):
+                    device_plugin.append(ResourceUse(c, name, count, path))
+                elif name.startswith("nvidia.com/"):
+                    other.append(ResourceUse(c, name, count, path))
+    claims = _claim_uses(view, policy, context) if "resourceClaims" in view.spec else ()
+    if target is None and not choice.conflict:
+        mechanisms = set()
+        if device_plugin:
+            mechanisms.add(DEVICE_PLUGIN)
+        if dra or any(c.gpu_requests for c in claims):
+            mechanisms.add(DRA)
+        inferred = cohorts.inferred(frozenset(mechanisms), policy)
+        if inferred.cohort is not None:
+            choice = inferred
+    return GpuFacts(view, tuple(device_plugin), tuple(dra), tuple(other), claims, choice)

@@ -1,0 +1,40 @@
+from webhook.objects.access import as_dict, as_list
+from webhook.policy.cohorts import INFERRED, NAMESPACE
+from webhook.rules import Rule
+
+RULE = Rule.DEFAULT_PLACEMENT
+
+
+def _tolerated(existing, wanted) -> bool:
+    for t in existing:
+        if type(t) is not dict or t.get("effect") not in (None, "", wanted.effect):
+            continue
+        key, operator = t.get("key"), t.get("operator", "Equal")
+        if operator == "Exists" and not key:
+            return True  # tolerates every taint
+        if key == wanted.key and operator == wanted.operator and t.get("value") == wanted.value:
+            return True
+    return False
+
+
+def mutate(draft, facts, policy):
+    choice = facts.choice
+    if choice.cohort is None or choice.source not in (NAMESPACE, INFERRED):
+        return []
+    cohort = choice.cohort
+    spec = facts.view.spec
+    selector = as_dict(spec.get("nodeSelector"))
+    missing = {k: v for k, v in cohort.node_labels.items() if k not in selector}
+    existing = as_list(spec.get("tolerations"))
+    tolerations = [t.as_dict() for t in cohort.tolerations if not _tolerated(existing, t)]
+    records = []
+    if missing:
+        node = draft.node("spec", "nodeSelector")
+        node.update(missing)
+        records.append(("spec.nodeSelector", "node labels " + ", ".join(f"{k}={v}" for k, v in missing.items())))
+    if tolerations:
+        draft.node("spec", "tolerations", create=list).extend(tolerations)
+        records.append(("spec.tolerations", "tolerations " + ", ".join(
+            f"{t.get('key', '*')} {t['operator']} {t.get('effect', '')}".strip() for t in tolerations)))
+    why = "namespace default" if choice.source == NAMESPACE else "inferred from its GPU request"
+    return [(path, f'{what} of cohort "{cohort.name}" ({why})') for path, what in records]

@@ -1,0 +1,14 @@
+from webhook.config.model import DEVICE_PLUGIN
+from webhook.rules import Rule
+
+RULE = Rule.DEFAULT_RUNTIME_CLASS
+
+
+def mutate(draft, facts, policy):
+    cohort = facts.choice.cohort
+    if cohort is None or cohort.mechanism != DEVICE_PLUGIN or not facts.device_plugin:
+        return []
+    if facts.view.spec.get("runtimeClassName") is not None:
+        return []
+    draft.node("spec")["runtimeClassName"] = cohort.runtime_class_name
+    return [("spec.runtimeClassName", f'runtimeClassName "{cohort.runtime_class_name}" of cohort "{cohort.name}"')]

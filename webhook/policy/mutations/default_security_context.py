@@ -1,0 +1,58 @@
+from webhook.objects.access import as_dict, as_list, as_str, integer
+from webhook.rules import Rule
+
+RULE = Rule.DEFAULT_SECURITY_CONTEXT
+# The apiserver rejects allowPrivilegeEscalation: false beside these, so it is not added there.
+_ESCALATING_CAPS = {"SYS_ADMIN", "CAP_SYS_ADMIN"}
+
+
+def _container_defaults(sc: dict, security) -> dict:
+    out = {}
+    caps = as_dict(sc.get("capabilities"))
+    escalating = sc.get("privileged") is True or bool(_ESCALATING_CAPS & set(a for a in as_list(caps.get("add")) if type(a) is str))
+    if security.allow_privilege_escalation is not None and "allowPrivilegeEscalation" not in sc and not escalating:
+        out["allowPrivilegeEscalation"] = security.allow_privilege_escalation
+    if security.read_only_root_filesystem is not None and "readOnlyRootFilesystem" not in sc:
+        out["readOnlyRootFilesystem"] = security.read_only_root_filesystem
+    if security.drop_capabilities and "drop" not in caps:
+        out["capabilities"] = {"drop": list(security.drop_capabilities)}
+    return out
+
+
+def mutate(draft, facts, policy):
+    if facts.choice.cohort is None:
+        return []
+    spec = facts.view.spec
+    if as_str(as_dict(spec.get("os")).get("name")) == "windows":
+        return []  # seccomp, runAsUser and capabilities are Linux-only fields
+    security = policy.security
+    records = []
+    pod_sc = as_dict(spec.get("securityContext"))
+    root_somewhere = integer(pod_sc.get("runAsUser")) == 0 or any(
+        integer(as_dict(c.raw.get("securityContext")).get("runAsUser")) == 0 for c in facts.view.containers)
+    pod_add = {}
+    if security.run_as_non_root is not None and "runAsNonRoot" not in pod_sc and not root_somewhere:
+        pod_add["runAsNonRoot"] = security.run_as_non_root
+    if security.run_as_user is not None and "runAsUser" not in pod_sc and pod_sc.get("runAsNonRoot") is not False:
+        pod_add["runAsUser"] = security.run_as_user
+    if security.seccomp_profile and "seccompProfile" not in pod_sc:
+        pod_add["seccompProfile"] = {"type": security.seccomp_profile}
+    if pod_add:
+        draft.node("spec", "securityContext").update(pod_add)
+        records.append(("spec.securityContext", "pod " + ", ".join(pod_add)))
+    for c in facts.view.containers:
+        if c.section == "ephemeralContainers":
+            continue
+        sc = as_dict(c.raw.get("securityContext"))
+        add = _container_defaults(sc, security)
+        if not add:
+            continue
+        index = c.index
+        added = list(add)
+        node = draft.node("spec", c.section, index, "securityContext")
+        if "capabilities" in add and type(node.get("capabilities")) is dict:
+            # keep the user's capabilities.add; only drop is absent
+            draft.node("spec", c.section, index, "securityContext", "capabilities")["drop"] = add.pop("capabilities")["drop"]
+        node.update(add)
+        records.append((f"spec.{c.section}[{index}].securityContext", f"{c.label} " + ", ".join(added)))
+    return records

@@ -1,0 +1,45 @@
+"""JSON Patch (RFC 6902) from the original and the mutated object.
+
+Equivalent to `jsonpatch.make_patch` (applying either yields the mutated object; tests prove it) but
+specialised for copy-on-write mutations: subtrees shared by identity are skipped without comparison,
+and lists that only grew get `add` operations."""
+from __future__ import annotations
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1") if ("~" in key or "/" in key) else key
+
+
+def _same(a, b) -> bool:
+    return a is b or (type(a) is type(b) and a == b)
+
+
+def make_patch(old, new) -> list[dict]:
+    ops: list[dict] = []
+    _diff(old, new, "", ops)
+    return ops
+
+
+def _diff(old, new, path: str, ops: list) -> None:
+    if old is new:
+        return
+    told, tnew = type(old), type(new)
+    if told is dict and tnew is dict:
+        for key in old:
+            if key not in new:
+                ops.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
+        for key, value in new.items():
+            sub = f"{path}/{_escape(key)}"
+            if key not in old:
+                ops.append({"op": "add", "path": sub, "value": value})
+            else:
+                _diff(old[key], value, sub, ops)
+        return
+    if told is list and tnew is list and len(new) >= len(old):
+        for i, value in enumerate(old):
+            _diff(value, new[i], f"{path}/{i}", ops)
+        for i in range(len(old), len(new)):
+            ops.append({"op": "add", "path": f"{path}/{i}", "value": new[i]})
+        return
+    if not _same(old, new):
+        ops.append({"op": "replace", "path": path, "value": new})

@@ -178,7 +178,8 @@ def _actions(data: Any, path: str, errors: list[str], with_on_error: bool):
         value = f.data[key]
         if isinstance(value, dict) and with_on_error:
             g = _Fields(value, f.sub(key), errors)
-            action = g.get("action", str, None, _one_of([a.value for a in Action]))
+            action = "off" if g.data.get("action") is False else g.get("action", str, None, _one_of([a.value for a in Action]))
+            g.seen.add("action")
             err = g.get("onError", str, None, _one_of(["allow", "deny"]))
             g.done()
             if action:
@@ -187,6 +188,8 @@ def _actions(data: Any, path: str, errors: list[str], with_on_error: bool):
                 on_error[rule] = err
         elif isinstance(value, str) and value in {a.value for a in Action}:
             actions[rule] = Action(value)
+        elif value is False:  # YAML 1.1 (PyYAML, Helm) reads an unquoted `off` as false
+            actions[rule] = Action.OFF
         else:
             hint = "an action" + (" or a mapping with action and onError" if with_on_error else "")
             f.error(str(key), f"must be {hint} (enforce, warn, audit, off), not {value!r}")

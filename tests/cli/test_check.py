@@ -1,0 +1,188 @@
+"""`gpu-admission check` and `mutate` as a platform engineer runs them in CI."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import yaml
+
+from tests.support import REAL_MANIFESTS, SEED
+from webhook.cli.main import main
+
+FIELDS = {"kind", "namespace", "name", "source", "allowed", "violations", "patch"}
+BAD_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: override, namespace: ai}
+spec:
+  containers:
+    - name: trainer
+      image: registry.example.invalid/cuda:12
+      env: [{name: CUDA_VISIBLE_DEVICES, value: "0,1,2,3"}]
+      resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def run(capsys, *argv, stdin: str | None = None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def by_name(results):
+    return {(r["namespace"], r["name"]): r for r in results}
+
+
+def test_real_manifests_verdicts(capsys):
+    code, out, err = run(capsys, "check", "-o", "json", str(REAL_MANIFESTS))
+    assert code == 0, err
+    results = json.loads(out)
+    assert all(set(r) == FIELDS for r in results)
+    r = by_name(results)
+    # DRA quickstart pods are allowed and placed on the DRA cohort, with no runtime class
+    for key in [("gpu-test1", "pod1"), ("gpu-test1", "pod2"), ("gpu-test2", "pod")]:
+        assert r[key]["allowed"] and r[key]["violations"] == []
+        paths = {op["path"] for op in r[key]["patch"]}
+        assert "/spec/nodeSelector" in paths and "/spec/runtimeClassName" not in paths
+    # the pods sharing one named claim draw a shared-claim warning
+    for key in [("gpu-test3", "pod1"), ("gpu-test3", "pod2")]:
+        assert r[key]["allowed"]
+        assert [(v["rule"], v["action"], v["path"]) for v in r[key]["violations"]] == [
+            ("shared-claim", "warn", "spec.resourceClaims[0]")]
+    # a GPU pod without a cohort gets placement, runtime class and security defaults
+    kai = {op["path"]: op["value"] for op in r[("default", "gpu-pod")]["patch"]}
+    assert kai["/spec/runtimeClassName"] == "nvidia"
+    assert kai["/spec/nodeSelector"]["workload.example.com/gpu-allocation"] == "device-plugin"
+    assert kai["/spec/securityContext"]["runAsNonRoot"] is True
+    assert kai["/spec/containers/0/securityContext"]["readOnlyRootFilesystem"] is True
+    # Jobs, Deployments and CronJobs are validated, never patched
+    for key in [("default", "j-e2e-1"), ("nvidia-gpu-ns", "gooddeployment01"), ("nvidia-gpu-ns", "goodcronjob01")]:
+        assert r[key]["allowed"] and r[key]["patch"] == []
+    # Pods that ask for no GPU are left alone
+    for name in ("goodpod01", "goodpod02", "goodpod03"):
+        assert r[("nvidia-gpu-ns", name)] == {**r[("nvidia-gpu-ns", name)], "allowed": True, "violations": [], "patch": []}
+    assert r[("gpu-test3", "pod1")]["source"]["file"].endswith("gpu-test3.yaml")
+    assert r[("gpu-test3", "pod1")]["source"]["document"] == 3
+    assert err.count("skipped, kind Namespace") == 3
+
+
+def test_seed_manifests_pass(capsys):
+    code, out, _ = run(capsys, "check", "-o", "json", str(SEED))
+    results = json.loads(out)
+    assert code == 0 and len(results) == 5
+    assert all(r["allowed"] and r["violations"] == [] and r["patch"] == [] for r in results)
+
+
+def test_denial_exits_1_with_readable_report(capsys, tmp_path):
+    f = tmp_path / "pod.yaml"
+    f.write_text(BAD_POD)
+    before = f.read_bytes()
+    code, out, _ = run(capsys, "check", str(f))
+    assert code == 1
+    assert 'pod "ai/override"' in out and "DENIED" in out
+    assert "[visible-devices-override]" in out and "0,1,2,3" not in out  # never an env var's value
+    assert out.strip().splitlines()[-1].startswith("1 object checked; 1 denied")
+    assert f.read_bytes() == before  # nothing written back
+
+
+def test_stdin_json_and_list(capsys, monkeypatch):
+    doc = yaml.safe_load(BAD_POD)
+    listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": [doc, {**doc, "metadata": {"name": "b"}}]})
+    code, out, _ = run(capsys, "check", "-o", "json", "-", stdin=listing, monkeypatch=monkeypatch)
+    results = json.loads(out)
+    assert code == 1
+    assert [(r["namespace"], r["name"], r["source"]) for r in results] == [
+        ("ai", "override", {"file": "<stdin>", "document": 1, "item": 0}),
+        ("default", "b", {"file": "<stdin>", "document": 1, "item": 1}),
+    ]
+
+
+def test_namespace_option_places_documents(capsys, monkeypatch):
+    doc = yaml.safe_load(BAD_POD)
+    del doc["metadata"]["namespace"]
+    code, out, _ = run(capsys, "check", "-o", "json", "-n", "team-a", "-", stdin=json.dumps(doc), monkeypatch=monkeypatch)
+    assert json.loads(out)[0]["namespace"] == "team-a"
+
+
+@pytest.mark.parametrize("content, message", [
+    pytest.param("kind: Pod\nmetadata: {name: a\n", "bad.yaml: document 1: not valid YAML at line 3", id="invalid-yaml"),
+    pytest.param("", "bad.yaml: file is empty", id="empty"),
+    pytest.param("- a\n- b\n", "bad.yaml: document 1: not an object (a list)", id="not-an-object"),
+    pytest.param("---\n---\n", "bad.yaml: holds no document", id="only-separators"),
+    pytest.param("metadata: {name: a}\n", "bad.yaml: document 1: has no kind", id="no-kind"),
+])
+def test_unreadable_input_exits_2_naming_file_and_document(capsys, tmp_path, content, message):
+    f = tmp_path / "bad.yaml"
+    f.write_text(content)
+    code, out, err = run(capsys, "check", str(f))
+    assert code == 2
+    lines = [l for l in err.splitlines() if l]
+    assert len(lines) == 1 and message in lines[0], err
+    assert "Traceback" not in err + out
+
+
+def test_good_documents_still_reported_beside_bad_ones(capsys, tmp_path):
+    (tmp_path / "a.yaml").write_text(BAD_POD)
+    (tmp_path / "b.yaml").write_text("kind: [\n")
+    code, out, err = run(capsys, "check", "-o", "json", str(tmp_path))
+    assert code == 1  # a denial outranks the input error, and both are reported
+    assert json.loads(out)[0]["name"] == "override" and "b.yaml: document 1: not valid YAML" in err
+
+
+def test_unknown_kind_is_skipped_not_failed(capsys, tmp_path):
+    f = tmp_path / "svc.yaml"
+    f.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")
+    code, out, _ = run(capsys, "check", str(f))
+    assert code == 0 and "skipped, not a kind gpu-admission handles" in out
+
+
+def test_missing_path_and_bad_config_exit_2(capsys, tmp_path):
+    code, _, err = run(capsys, "check", str(tmp_path / "absent.yaml"))
+    assert code == 2 and "absent.yaml: no such file or directory" in err
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("mode: strict\ncohorts: []\n")
+    code, _, err = run(capsys, "check", "--config", str(policy), str(SEED))
+    assert code == 2
+    assert "mode: must be one of enforce, audit, dry-run, not 'strict'" in err
+    assert "cohorts: must list at least one cohort" in err
+
+
+def test_custom_policy_changes_verdict(capsys, tmp_path):
+    f = tmp_path / "pod.yaml"
+    f.write_text(BAD_POD)
+    policy = tmp_path / "policy.yaml"
+    from webhook.config.load import DEFAULT_PATH
+    policy.write_text(DEFAULT_PATH.read_text().replace("rules: {}", "rules: {visible-devices-override: warn}"))
+    code, out, _ = run(capsys, "check", "-o", "json", "--config", str(policy), str(f))
+    assert code == 0
+    assert json.loads(out)[0]["violations"][0]["action"] == "warn"
+
+
+def test_dry_run_policy_denies_nothing_patches_nothing(capsys, tmp_path):
+    f = tmp_path / "pod.yaml"
+    f.write_text(BAD_POD)
+    policy = tmp_path / "policy.yaml"
+    from webhook.config.load import DEFAULT_PATH
+    policy.write_text(DEFAULT_PATH.read_text().replace("mode: enforce", "mode: dry-run"))
+    code, out, _ = run(capsys, "check", "-o", "json", "--config", str(policy), str(f))
+    result = json.loads(out)[0]
+    assert code == 0 and result["allowed"] and result["patch"] == []
+    rules = {v["rule"] for v in result["violations"]}
+    assert "visible-devices-override" in rules and "default-runtime-class" in rules
+
+
+def test_mutate_prints_patched_documents(capsys, tmp_path):
+    src = REAL_MANIFESTS / "NVIDIA_KAI-Scheduler__docs_quickstart_pods_gpu-pod.yaml"
+    job = SEED / "smoke-jobs.yaml"
+    code, out, err = run(capsys, "mutate", str(src), str(job))
+    assert code == 0, err
+    docs = list(yaml.safe_load_all(out))
+    assert [d["kind"] for d in docs] == ["Pod", "Job", "Job"]
+    assert docs[0]["spec"]["runtimeClassName"] == "nvidia"
+    assert docs[0]["spec"]["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert docs[1:] == list(yaml.safe_load_all(job.read_text()))  # templates are never mutated
+    code, out, _ = run(capsys, "mutate", "-o", "json", str(src))
+    assert json.loads(out)["spec"]["nodeSelector"]["workload.example.com/gpu-allocation"] == "device-plugin"

@@ -1,0 +1,249 @@
+"""Mutations: the returned patch applies, yields exactly the expected Pod, is idempotent (reinvocation
+yields an empty patch), never overwrites a user's value, and the mutated Pod passes every validating rule
+and the Kubernetes 1.34 OpenAPI schema (strict)."""
+from __future__ import annotations
+
+import copy
+import json
+
+import jsonpatch
+import kubernetes_validate
+import pytest
+
+from tests.support import DATA, REAL_MANIFESTS, load_docs, seed_docs
+from webhook.config import default_policy, parse_policy
+from webhook.config.load import DEFAULT_PATH
+from webhook.handlers.evaluate import evaluate_object
+from webhook.lookups.bundle import BundleResolver
+from webhook.rules import Action, Rule
+
+POLICY = default_policy()
+DP_LABELS = {"eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allocation": "device-plugin"}
+DRA_LABELS = {"eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allocation": "dra"}
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+POD_SC = {"runAsNonRoot": True, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}}
+CONTAINER_SC = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+
+
+def pod(containers, **spec):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ai"},
+            "spec": {"containers": containers, **spec}}
+
+
+def gpu(name="main", n=1, **extra):
+    return {"name": name, "image": "registry.example.invalid/cuda:12", "resources": {"limits": {"nvidia.com/gpu": n}}, **extra}
+
+
+def plain(name="sidecar", **extra):
+    return {"name": name, "image": "registry.example.invalid/busybox:1", **extra}
+
+
+def mutate(obj, *, policy=POLICY, docs=()):
+    resolver = BundleResolver([obj, *docs])
+    return evaluate_object(obj, policy=policy, resolver=resolver)
+
+
+def apply(obj, patch):
+    return jsonpatch.apply_patch(obj, list(patch))  # returns a copy; the input is untouched
+
+
+def expected_dp(containers_sc, **spec_extra):
+    return {"nodeSelector": DP_LABELS, "tolerations": [GPU_TOLERATION], "runtimeClassName": "nvidia",
+            "securityContext": POD_SC, **spec_extra}
+
+
+CASES = [
+    pytest.param(
+        pod([gpu()]),
+        {"containers": [{**gpu(), "securityContext": CONTAINER_SC}], **expected_dp(None)},
+        id="gpu-pod-gets-placement-runtime-security"),
+    pytest.param(
+        pod([gpu(), plain()]),
+        {"containers": [{**gpu(), "securityContext": CONTAINER_SC},
+                        {**plain(), "securityContext": CONTAINER_SC,
+                         "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}],
+         **expected_dp(None)},
+        id="sidecar-under-nvidia-runtime-gets-hidden"),
+    pytest.param(
+        pod([gpu(securityContext={"readOnlyRootFilesystem": False, "capabilities": {"add": ["NET_BIND_SERVICE"]}})],
+            securityContext={"runAsUser": 1000}, runtimeClassName="nvidia", nodeSelector=DP_LABELS,
+            tolerations=[{"operator": "Exists"}]),
+        {"containers": [gpu(securityContext={"readOnlyRootFilesystem": False, "allowPrivilegeEscalation": False,
+                                             "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}})],
+         "securityContext": {"runAsUser": 1000, "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+         "runtimeClassName": "nvidia", "nodeSelector": DP_LABELS, "tolerations": [{"operator": "Exists"}]},
+        id="user-values-never-overwritten"),
+    pytest.param(
+        pod([gpu(securityContext={"privileged": True})]),
+        {"containers": [gpu(securityContext={"privileged": True, "readOnlyRootFilesystem": True,
+                                             "capabilities": {"drop": ["ALL"]}})], **expected_dp(None)},
+        id="privileged-gets-no-allowPrivilegeEscalation-false"),
+    pytest.param(
+        pod([gpu()], os={"name": "windows"}),
+        {"containers": [gpu()], "os": {"name": "windows"}, "nodeSelector": DP_LABELS,
+         "tolerations": [GPU_TOLERATION], "runtimeClassName": "nvidia"},
+        id="windows-pod-gets-no-linux-security-fields"),
+    pytest.param(
+        pod([gpu(securityContext={"runAsUser": 0})]),
+        {"containers": [gpu(securityContext={"runAsUser": 0, **CONTAINER_SC})], **expected_dp(None, securityContext={
+            "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}})},
+        id="explicit-root-container-gets-no-runAsNonRoot"),
+    pytest.param(
+        pod([plain()], runtimeClassName="nvidia"),
+        {"containers": [{**plain(), "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}],
+         "runtimeClassName": "nvidia"},
+        id="no-cohort-nvidia-runtime-only-hides-gpus"),
+    pytest.param(
+        pod([plain(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}])], runtimeClassName="nvidia"),
+        None, id="hide-gpus-never-overwrites-env"),
+    pytest.param(pod([plain()]), None, id="plain-pod-untouched"),
+    pytest.param(
+        pod([gpu()], nodeSelector=DP_LABELS, tolerations=[GPU_TOLERATION], runtimeClassName="nvidia",
+            securityContext=POD_SC),
+        {"containers": [{**gpu(), "securityContext": CONTAINER_SC}], "nodeSelector": DP_LABELS,
+         "tolerations": [GPU_TOLERATION], "runtimeClassName": "nvidia", "securityContext": POD_SC},
+        id="selector-chosen-cohort-gets-no-placement"),
+]
+
+
+@pytest.mark.parametrize("obj, expected_spec", CASES)
+def test_patch_yields_expected_pod(obj, expected_spec):
+    original = copy.deepcopy(obj)
+    ev = mutate(obj)
+    assert obj == original, "the engine must never modify its input"
+    if expected_spec is None:
+        assert ev.patch == () and ev.mutated is None
+        return
+    result = apply(obj, ev.patch)
+    assert result["spec"] == expected_spec
+    assert result == ev.mutated
+    # the same object as jsonpatch's own diff gives
+    assert apply(obj, jsonpatch.make_patch(obj, ev.mutated)) == result
+
+
+@pytest.mark.parametrize("obj, expected_spec", CASES)
+def test_mutation_is_idempotent_and_mutated_pod_passes_validation(obj, expected_spec):
+    ev = mutate(obj)
+    mutated = apply(obj, ev.patch)
+    again = mutate(mutated)
+    assert again.patch == (), "apiserver reinvocation must yield an empty patch"
+    # The mutation adds no finding: what the mutated Pod is denied for, the original was denied for too.
+    before = {(v.rule, v.path) for v in evaluate_object(obj, policy=POLICY, resolver=BundleResolver([]), mutate=False).violations}
+    after = {(v.rule, v.path) for v in again.violations}
+    assert after <= before, after - before
+    kubernetes_validate.validate(mutated, "1.34", strict=True)
+
+
+@pytest.mark.parametrize("obj, expected_spec", [c for c in CASES if c.id not in (
+    "privileged-gets-no-allowPrivilegeEscalation-false", "hide-gpus-never-overwrites-env")])
+def test_mutated_pod_is_allowed(obj, expected_spec):
+    ev = mutate(obj)
+    again = mutate(apply(obj, ev.patch))
+    assert again.allowed and not [v for v in again.violations if v.action is Action.ENFORCE], \
+        [v.message for v in again.violations]
+
+
+def _real_pods():
+    docs = load_docs(*sorted(REAL_MANIFESTS.glob("*.yaml")))
+    for doc in docs:
+        if doc.get("kind") == "Pod":
+            yield pytest.param(doc, docs, id=f"{doc['metadata'].get('namespace', 'default')}-{doc['metadata']['name']}")
+
+
+@pytest.mark.parametrize("obj, docs", list(_real_pods()))
+def test_real_pods_mutated_validate_strict(obj, docs):
+    ev = mutate(obj, docs=docs)
+    mutated = apply(obj, ev.patch) if ev.patch else obj
+    kubernetes_validate.validate(mutated, "1.34", strict=True)
+    again = evaluate_object(mutated, policy=POLICY, resolver=BundleResolver([mutated, *docs]))
+    assert again.patch == () and again.allowed
+
+
+def test_apiserver_shaped_pod():
+    obj = json.loads((DATA / "pods" / "apiserver-gpu-pod.json").read_text())
+    ev = mutate(obj)
+    mutated = apply(obj, ev.patch)
+    spec = mutated["spec"]
+    assert spec["runtimeClassName"] == "nvidia"
+    assert spec["nodeSelector"] == DP_LABELS
+    assert spec["tolerations"][:2] == obj["spec"]["tolerations"] and spec["tolerations"][2] == GPU_TOLERATION
+    assert spec["securityContext"] == POD_SC  # filled into the apiserver's defaulted {}
+    assert spec["containers"][1]["env"] == [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]
+    assert "env" not in obj["spec"]["containers"][1]
+    kubernetes_validate.validate(mutated, "1.34", strict=True)
+    assert mutate(mutated).patch == ()
+
+
+def test_dra_pod_from_template_gets_placement_but_no_runtime_class():
+    docs = seed_docs()
+    job = next(d for d in docs if d["metadata"]["name"] == "hybrid-gpu-dra-smoke")
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dra", "namespace": "ai-workloads"},
+           "spec": copy.deepcopy(job["spec"]["template"]["spec"])}
+    del obj["spec"]["nodeSelector"]
+    ev = mutate(obj, docs=docs)
+    mutated = apply(obj, ev.patch)
+    assert mutated["spec"]["nodeSelector"] == DRA_LABELS
+    assert "runtimeClassName" not in mutated["spec"]
+    assert ev.cohort == "dra"
+    kubernetes_validate.validate(mutated, "1.34", strict=True)
+
+
+@pytest.mark.parametrize("obj", [
+    pytest.param(next(d for d in seed_docs() if d["kind"] == "Job"), id="job"),
+    pytest.param({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ai"},
+                  "spec": {"selector": {"matchLabels": {"a": "b"}},
+                           "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [gpu()]}}}},
+                 id="deployment"),
+])
+def test_templates_are_never_mutated(obj):
+    assert mutate(obj).patch == ()
+
+
+def test_update_and_exempt_namespace_get_no_patch():
+    obj = pod([gpu()])
+    assert evaluate_object(obj, policy=POLICY, resolver=BundleResolver([]), operation="UPDATE").patch == ()
+    obj["metadata"]["namespace"] = "gpu-system"
+    ev = mutate(obj)
+    assert ev.patch == () and ev.skipped == 'namespace "gpu-system" is exempt'
+
+
+def _policy(extra: str):
+    return parse_policy(DEFAULT_PATH.read_text() + extra)
+
+
+@pytest.mark.parametrize("extra, applied, reported", [
+    pytest.param("", {"default-placement", "default-runtime-class", "default-security-context"}, set(), id="enforce"),
+    pytest.param("\nmode: dry-run\n".replace("\nmode", "\nmode"), set(),
+                 {"default-placement", "default-runtime-class", "default-security-context"}, id="dry-run"),
+    pytest.param("\nrules: {default-runtime-class: audit}\n", {"default-placement", "default-security-context"},
+                 {"default-runtime-class"}, id="audit-action"),
+    pytest.param("\nrules: {default-runtime-class: warn}\n",
+                 {"default-placement", "default-runtime-class", "default-security-context"}, {"default-runtime-class"},
+                 id="warn-action"),
+    pytest.param("\nrules: {default-security-context: off}\n", {"default-placement", "default-runtime-class"}, set(),
+                 id="off-action"),
+])
+def test_mutation_actions_and_modes(extra, applied, reported):
+    text = DEFAULT_PATH.read_text().replace("rules: {}\n", "").replace("mode: enforce\n", "")
+    policy = parse_policy(text + (extra if "mode" in extra or "rules" in extra else "rules: {}\n"))
+    ev = mutate(pod([gpu()]), policy=policy)
+    paths = {op["path"].split("/")[2] for op in ev.patch}
+    by_field = {"nodeSelector": "default-placement", "tolerations": "default-placement",
+                "runtimeClassName": "default-runtime-class", "securityContext": "default-security-context",
+                "containers": "default-security-context"}
+    assert {by_field[p] for p in paths} == applied
+    mutation_reports = {v.rule.value for v in ev.violations if v.rule.is_mutation}
+    assert mutation_reports == reported
+    for v in ev.violations:
+        if v.rule.is_mutation:
+            verb = "would set" if (ev.dry_run or v.action is Action.AUDIT) else "sets"
+            assert f": {verb} " in v.message and f"[{v.rule.value}]" in v.message
+    assert ev.allowed
+
+
+def test_dry_run_reports_mutations_in_order_and_patches_nothing():
+    text = DEFAULT_PATH.read_text().replace("mode: enforce", "mode: audit")
+    ev = mutate(pod([gpu(), plain()]), policy=parse_policy(text))
+    assert ev.patch == () and ev.dry_run
+    rules = [v.rule for v in ev.violations if v.rule.is_mutation]
+    assert rules[0] is Rule.DEFAULT_PLACEMENT and Rule.HIDE_GPUS in rules

@@ -153,7 +153,7 @@ def test_custom_cohorts_sharing_and_mig():
           shared-claim: {action: enforce, onError: deny}
         """))
     shared, mig, dra = policy.cohorts
-    assert shared.offered_resources() == {"nvidia.com/gpu", "nvidia.com/gpu.shared"}
+    assert shared.offered_resources() == {"nvidia.com/gpu.shared"}  # renamed: advertised instead of nvidia.com/gpu
     assert "nvidia.com/mig-1g.18gb.me" in mig.offered_resources() and "nvidia.com/mig-7g.141gb" in mig.offered_resources()
     assert dra.sharing_strategies == ("TimeSlicing",)
     assert policy.on_error[Rule.SHARED_CLAIM] == "deny" and policy.actions[Rule.SHARED_CLAIM] is Action.ENFORCE

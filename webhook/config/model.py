@@ -109,8 +109,11 @@ class Cohort:
         return frozenset(names)
 
     def offered_resources(self) -> frozenset[str]:
-        """Every `nvidia.com/*` extended resource this cohort's nodes advertise."""
-        names = set(self.resources) | set(self.extra_resources) | self.shared_resources()
+        """Every `nvidia.com/*` extended resource this cohort's nodes advertise. With renameByDefault the
+        device plugin advertises shared replicas as <name>.shared *instead of* <name>."""
+        renamed = {r.name for s in (self.time_slicing, self.mps) if s is not None and s.rename_by_default
+                   for r in s.resources}
+        names = (set(self.resources) - renamed) | set(self.extra_resources) | self.shared_resources()
         if self.mig_strategy == "mixed":
             names.update(mig_resource_name(p) for p in self.mig_profiles)
         return frozenset(names)

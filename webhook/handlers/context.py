@@ -64,16 +64,13 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     elif kind in ("ResourceClaim", "ResourceClaimTemplate"):
         class_names.update(_classes_of(obj, kind))
 
-    if not (claims or class_names or env_sources or extended_wanted or labels or user):
-        return base
-    if not (claims or class_names or env_sources or extended_wanted or labels):
-        return Context(classes=base.classes, extended=base.extended, user=user)
-    classes = dict(base.classes)
+    listed = resolver.device_class_list() if extended_wanted else None
+    if listed is not None and not listed.found:
+        listed = None  # the config's classes are all there is
+    if not (claims or class_names or env_sources or listed or labels):
+        return base if not user else Context(classes=base.classes, extended=base.extended, user=user)
+    classes = classes_from_objects(policy, listed.value) if listed else dict(base.classes)
     misses: dict[str, str] = {}
-    if extended_wanted:
-        listed = resolver.device_class_list()
-        if listed.found:
-            classes = classes_from_objects(policy, listed.value)
     for name in sorted(class_names):
         found = resolver.device_class(name)
         if found.found and type(found.value) is dict:
@@ -84,7 +81,7 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
         claims=MappingProxyType(claims),
         classes=MappingProxyType(classes),
         class_misses=MappingProxyType(misses),
-        extended=MappingProxyType(extended_map(classes)) if extended_wanted else base.extended,
+        extended=MappingProxyType(extended_map(classes)) if listed else base.extended,
         namespace_labels=labels,
         env_sources=MappingProxyType(env_sources),
         user=user or base.user,

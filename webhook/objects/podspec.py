@@ -66,10 +66,14 @@ def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
     meta = as_dict(obj.get("metadata")) if info.kind == "Pod" else as_dict(parent.get("metadata"))
     prefix = ".".join(info.pod_spec_path)
     containers = []
-    for section, word in SECTIONS:
+    for section, plain in SECTIONS:
         for i, c in enumerate(as_list(spec.get(section))):
             if type(c) is not dict:
                 continue
             name = as_str(c.get("name")) or f"#{i}"
+            if section == "initContainers" and c.get("restartPolicy") == "Always":
+                word = "sidecar container"  # a restartable init container runs beside the main ones
+            else:
+                word = plain
             containers.append(Container(name, f'{word} "{name}"', f"{prefix}.{section}[{i}]", c, section, i))
     return PodView(info, namespace, display_name(obj), obj, spec, meta, prefix, tuple(containers))

@@ -19,6 +19,10 @@ class CohortChoice(NamedTuple):
     source: str | None = None  # selector | namespace | inferred
     conflict: tuple[str, ...] = ()  # names of the cohorts a contradictory selector targets
     path: str = ""  # where the choice (or the conflict) comes from
+    # Cohorts whose nodes cannot satisfy the pod's node selection although it names none: a namespace
+    # default or an inferred cohort must never be one of them (the pod would never schedule there).
+    excluded: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()  # every field that names a cohort (nodeSelector, required affinity)
 
 
 NONE = CohortChoice()
@@ -60,9 +64,11 @@ def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
     named: dict[str, Cohort] = {}
     candidates = {c.name: c for c in policy.cohorts}
     path = f"{view.prefix}.nodeSelector"
+    paths: list[str] = []
     for k, v in selector.items():
         if k in keys and v in keys[k]:
             named[keys[k][v].name] = keys[k][v]
+            paths[:] = [path]
         if k in cohort_keys:
             candidates = {n: c for n, c in candidates.items() if c.node_labels.get(k) == v}
     if terms:
@@ -76,36 +82,46 @@ def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
                             c = keys[e["key"]][value]
                             named[c.name] = c
                             path = f"{view.prefix}.{AFFINITY_PATH}"
+                            if path not in paths:
+                                paths.append(path)
             for c in policy.cohorts:
                 if all(_expression_allows(e, c.node_labels) for e in exprs if e.get("key") in cohort_keys):
                     allowed[c.name] = c
         candidates = {n: c for n, c in candidates.items() if n in allowed}
     if not named:
-        return NONE
+        excluded = tuple(sorted(c.name for c in policy.cohorts if c.name not in candidates))
+        return CohortChoice(path=path if not terms else f"{view.prefix}.{AFFINITY_PATH}", excluded=excluded) \
+            if excluded else NONE
     chosen = [c for n, c in named.items() if n in candidates]
     if len(chosen) == 1:
         return CohortChoice(chosen[0], SELECTOR, path=path)
-    return CohortChoice(conflict=tuple(sorted(named)), path=path)
+    return CohortChoice(conflict=tuple(sorted(named)), path=path, paths=tuple(paths))
 
 
-def from_namespace(view: PodView, policy: Policy, context: Context) -> CohortChoice:
+def from_namespace(view: PodView, policy: Policy, context: Context, excluded: tuple[str, ...] = ()) -> CohortChoice:
+    """The namespace's default cohort, unless the pod's own node selection rules it out."""
     name = policy.namespace_cohorts.get(view.namespace)
     if name:
-        return CohortChoice(policy.cohort(name), NAMESPACE, path="namespaceCohorts")
+        cohort = policy.cohort(name)
+        if cohort is None or cohort.name in excluded:
+            return NONE
+        return CohortChoice(cohort, NAMESPACE, path=f'the policy\'s default for namespace "{view.namespace}"')
     labels = context.namespace_labels
     value = labels.get(policy.allocation_label) if labels else None
     if value:
         for c in policy.cohorts:
-            if c.node_labels.get(policy.allocation_label) == value or c.name == value:
-                return CohortChoice(c, NAMESPACE, path=f"namespace label {policy.allocation_label}")
+            if (c.node_labels.get(policy.allocation_label) == value or c.name == value) and c.name not in excluded:
+                return CohortChoice(c, NAMESPACE, path=f'the label {policy.allocation_label}={value} of namespace '
+                                                       f'"{view.namespace}"')
     return NONE
 
 
-def inferred(mechanisms: frozenset[str], policy: Policy) -> CohortChoice:
+def inferred(mechanisms: frozenset[str], policy: Policy, excluded: tuple[str, ...] = ()) -> CohortChoice:
+    """The one cohort that runs the pod's only mechanism, among those its node selection allows."""
     if len(mechanisms) != 1:
         return NONE
     (mechanism,) = mechanisms
-    running = [c for c in policy.cohorts if c.mechanism == mechanism]
+    running = [c for c in policy.cohorts if c.mechanism == mechanism and c.name not in excluded]
     if len(running) == 1:
         return CohortChoice(running[0], INFERRED)
     return NONE

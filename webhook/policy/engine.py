@@ -42,6 +42,7 @@ POD_CHECKS = (
 )
 # Order matters: placement and runtime class first, so hide-gpus sees the runtime class that will run.
 MUTATIONS = (default_placement, default_runtime_class, default_security_context, hide_gpus)
+LEGACY_CLUSTER_KINDS = frozenset({"ResourceClass"})  # v1alpha2, cluster-scoped like DeviceClass
 _STRENGTH = {Action.OFF: 0, Action.AUDIT: 1, Action.WARN: 2, Action.ENFORCE: 3}
 _NO_USER: Mapping = {}
 
@@ -74,7 +75,7 @@ def evaluate(obj: dict, *, policy: Policy, context: Context, namespace: str = ""
 def object_namespace(obj: dict, kind: str, default: str) -> str:
     """The object's namespace ("" for cluster-scoped kinds), else `default` (the request's or the CLI's)."""
     info = BY_KIND.get(kind)
-    if info is not None and not info.namespaced:
+    if (info is not None and not info.namespaced) or kind in LEGACY_CLUSTER_KINDS:
         return ""
     return as_str(as_dict(obj.get("metadata")).get("namespace")) or default
 
@@ -134,12 +135,16 @@ def _violations(findings, actions, lifted) -> list[Violation]:
 def _run_checks(checks, facts, context, policy, actions, lifted, errors: list) -> list[Finding]:
     findings: list[Finding] = []
     for check in checks:
-        if actions.get(check.RULE) is Action.OFF or check.RULE in lifted:
+        rule = check.RULE
+        if actions[rule] is Action.OFF or rule in lifted:
             continue
         try:
-            findings.extend(check.check(facts, context, policy))
+            found = check.check(facts, context, policy)
         except Exception as exc:  # one broken rule must not take the decision down with it
-            errors.append(RuleError(check.RULE, f"{type(exc).__name__}: {exc}", policy.on_error.get(check.RULE) == "deny"))
+            errors.append(RuleError(rule, f"{type(exc).__name__}: {exc}", policy.on_error.get(rule) == "deny"))
+            continue
+        if found:
+            findings.extend(found)
     return findings
 
 
@@ -207,10 +212,11 @@ def _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions) -
             findings += _guarded(Rule.CLAIM_SHAPE, errors, policy, lambda: claim_shape.check_claim(
                 subject, namespace, spec, leaves, cohort, policy))
         if leaves and cohort is not None:
+            word = "template" if kind == "ResourceClaimTemplate" else "claim"
             findings += _guarded(Rule.SHARING_NOT_ENABLED, errors, policy,
-                                 lambda: _claim_sharing(subject, spec, cohort, policy))
+                                 lambda: sharing_not_enabled.check_claim(subject, spec, word, cohort, policy))
             findings += _guarded(Rule.RESOURCE_NOT_OFFERED, errors, policy,
-                                 lambda: _claim_classes(subject, leaves, cohort, context, policy))
+                                 lambda: resource_not_offered.check_claim(subject, leaves, cohort, context, policy))
     else:
         info = device_class_info(obj) if kind == "DeviceClass" else None
         findings += legacy_api.check_object(subject, obj, None, info, policy)
@@ -224,25 +230,3 @@ def _guarded(rule, errors, policy, fn) -> list[Finding]:
     except Exception as exc:
         errors.append(RuleError(rule, f"{type(exc).__name__}: {exc}", policy.on_error.get(rule) == "deny"))
         return []
-
-
-def _claim_sharing(subject, spec, cohort, policy) -> list[Finding]:
-    rule = Rule.SHARING_NOT_ENABLED
-    return [Finding(rule, path, message(
-        policy, rule, subject, f"the claim asks for {strategy} sharing ({path}) on cohort \"{cohort.name}\"",
-        f"{strategy} is an Alpha driver feature this cohort does not enable", sharing_not_enabled.dra_fix(cohort)))
-        for path, strategy in sharing_not_enabled.claim_sharing_problems(spec, cohort, policy)]
-
-
-def _claim_classes(subject, leaves, cohort, context, policy) -> list[Finding]:
-    rule = Rule.RESOURCE_NOT_OFFERED
-    out = []
-    for leaf in leaves:
-        info = context.device_class(leaf.device_class)
-        problem = resource_not_offered.class_problem(cohort, info)
-        if problem:
-            out.append(Finding(rule, f"{leaf.path}.deviceClassName", message(
-                policy, rule, subject, f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
-                f"({leaf.path}.deviceClassName) on cohort \"{cohort.name}\"", problem,
-                "use a DeviceClass the cohort offers")))
-    return out

@@ -62,6 +62,8 @@ class GpuFacts(NamedTuple):
     other_nvidia: tuple[ResourceUse, ...]  # nvidia.com/* resources that are not GPUs (e.g. network)
     claims: tuple[ClaimUse, ...]
     choice: CohortChoice
+    # deviceclass.resource.kubernetes.io/<class> resources whose DeviceClass could not be resolved
+    unknown_classes: tuple[ResourceUse, ...] = ()
 
     @property
     def gpu_claims(self) -> tuple[ClaimUse, ...]:
@@ -134,13 +136,18 @@ def _claim_uses(view: PodView, policy: Policy, context: Context) -> tuple[ClaimU
 
 def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
     choice = cohorts.from_selectors(view, policy)
+    excluded = choice.excluded
     if choice.cohort is None and not choice.conflict:
-        choice = cohorts.from_namespace(view, policy, context)
+        by_namespace = cohorts.from_namespace(view, policy, context, excluded)
+        if by_namespace.cohort is not None:
+            choice = by_namespace
     target = choice.cohort
     device_plugin: list[ResourceUse] = []
     dra: list[ResourceUse] = []
     other: list[ResourceUse] = []
-    has_dp_cohort = any(c.mechanism == DEVICE_PLUGIN for c in policy.cohorts)
+    unknown: list[ResourceUse] = []
+    # Cohorts the pod's node selection rules out cannot serve it: they do not make nvidia.com/gpu ambiguous.
+    has_dp_cohort = any(c.mechanism == DEVICE_PLUGIN and c.name not in excluded for c in policy.cohorts)
     extended = context.extended
     for c in view.containers:
         resources = c.raw.get("resources")
@@ -158,14 +165,18 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
                 path = f"{c.path}.resources.{section}"
                 if name.startswith(IMPLICIT_PREFIX):
                     info = context.device_class(name[len(IMPLICIT_PREFIX):])
-                    if info is not None and info.driver in policy.gpu_drivers:
+                    if info is None:
+                        unknown.append(ResourceUse(c, name, count, path))
+                    elif info.driver in policy.gpu_drivers:
                         dra.append(ResourceUse(c, name, count, path, info))
                     continue
                 served = extended.get(name)
                 # KEP-5004: a DeviceClass's extendedResourceName lets DRA serve a plain resource; which
                 # mechanism the name means then depends on the cohort the pod is bound for.
+                # A name the device plugin never advertises (e.g. example.com/gpu) means DRA wherever it is served.
                 if served is not None and served.driver in policy.gpu_drivers and (
-                    (target is not None and target.mechanism == DRA) or (target is None and not has_dp_cohort)
+                    not is_gpu_resource(name) or (target is not None and target.mechanism == DRA)
+                    or (target is None and not has_dp_cohort)
                 ):
                     dra.append(ResourceUse(c, name, count, path, served))
                 elif is_gpu_resource(name):
@@ -173,13 +184,17 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
                 elif name.startswith("nvidia.com/"):
                     other.append(ResourceUse(c, name, count, path))
     claims = _claim_uses(view, policy, context) if "resourceClaims" in view.spec else ()
+    mechanisms = set()
+    if device_plugin:
+        mechanisms.add(DEVICE_PLUGIN)
+    if dra or any(c.gpu_requests for c in claims):
+        mechanisms.add(DRA)
     if target is None and not choice.conflict:
-        mechanisms = set()
-        if device_plugin:
-            mechanisms.add(DEVICE_PLUGIN)
-        if dra or any(c.gpu_requests for c in claims):
-            mechanisms.add(DRA)
-        inferred = cohorts.inferred(frozenset(mechanisms), policy)
+        inferred = cohorts.inferred(frozenset(mechanisms), policy, excluded)
         if inferred.cohort is not None:
             choice = inferred
-    return GpuFacts(view, tuple(device_plugin), tuple(dra), tuple(other), claims, choice)
+    elif choice.source == cohorts.NAMESPACE and not mechanisms:
+        # A namespace default says which cohort the namespace's GPU pods use; a pod that asks for no GPU
+        # is bound for none (placing it would put CPU work on GPU nodes).
+        choice = cohorts.NONE
+    return GpuFacts(view, tuple(device_plugin), tuple(dra), tuple(other), claims, choice, tuple(unknown))

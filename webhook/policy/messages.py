@@ -25,5 +25,5 @@ def names(values) -> str:
 
 
 def mutation_message(policy: Policy, rule: Rule, subject: str, verb: str, what: str, path: str) -> str:
-    """What a mutation set (or, in dry-run, would set): `<object>: sets <what> (<path>) [<rule>] <link>`."""
-    return _CONTROL.sub("?", f"{subject}: {verb} {what} ({path}) [{rule.value}] {policy.docs_url(rule)}")
+    """What a mutation set (or, in dry-run, would set): `<object>: sets <path>: <what> [<rule>] <link>`."""
+    return _CONTROL.sub("?", f"{subject}: {verb} {path}: {what} [{rule.value}] {policy.docs_url(rule)}")

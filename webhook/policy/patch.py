@@ -29,15 +29,15 @@ def _diff(old, new, path: str, ops: list) -> None:
             if key not in new:
                 ops.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
         for key, value in new.items():
-            sub = f"{path}/{_escape(key)}"
             if key not in old:
-                ops.append({"op": "add", "path": sub, "value": value})
-            else:
-                _diff(old[key], value, sub, ops)
+                ops.append({"op": "add", "path": f"{path}/{_escape(key)}", "value": value})
+            elif old[key] is not value:  # shared subtrees (most of them) cost one identity test
+                _diff(old[key], value, f"{path}/{_escape(key)}", ops)
         return
     if told is list and tnew is list and len(new) >= len(old):
         for i, value in enumerate(old):
-            _diff(value, new[i], f"{path}/{i}", ops)
+            if value is not new[i]:
+                _diff(value, new[i], f"{path}/{i}", ops)
         for i in range(len(old), len(new)):
             ops.append({"op": "add", "path": f"{path}/{i}", "value": new[i]})
         return

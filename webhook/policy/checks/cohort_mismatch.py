@@ -10,9 +10,24 @@ RULE = Rule.COHORT_MISMATCH
 def check(facts, context, policy):
     choice = facts.choice
     subject = facts.view.subject
+    where = " and ".join(choice.paths) or choice.path
+    if len(choice.conflict) == 1:
+        named = policy.cohort(choice.conflict[0])
+        labels = ", ".join(f"{k}={v}" for k, v in named.node_labels.items())
+        selector = facts.view.spec.get("nodeSelector")
+        clash = [(k, v) for k, v in (selector.items() if type(selector) is dict else ())
+                 if k in named.node_labels and named.node_labels[k] != v]
+        rules_out = (f"also requires {clash[0][0]}={clash[0][1]}, while its nodes carry "
+                     f"{clash[0][0]}={named.node_labels[clash[0][0]]}" if clash else
+                     f"rules out its nodes, which carry {labels}")
+        return [Finding(RULE, choice.path, message(
+            policy, RULE, subject, f'node selection ({where}) names cohort "{named.name}" but {rules_out}',
+            "no node can satisfy both, so the pod never schedules",
+            f"select the cohort's nodes by their labels ({labels}) without contradicting them"))]
     if choice.conflict:
         return [Finding(RULE, choice.path, message(
-            policy, RULE, subject, f"node selection ({choice.path}) targets the cohorts {names(choice.conflict)}",
+            policy, RULE, subject,
+            f"node selection ({where}) targets the cohorts {names(_quoted(choice.conflict))}",
             "a pod runs on exactly one GPU cohort and each cohort allocates GPUs its own way",
             f"select the nodes of one cohort only (label {policy.allocation_label})"))]
     cohort = choice.cohort
@@ -24,10 +39,10 @@ def check(facts, context, policy):
         for use in facts.device_plugin:
             out.append(Finding(RULE, use.path, message(
                 policy, RULE, subject,
-                f"{use.container.label} requests {use.resource} ({use.path}) but is bound for {where}",
+                f"{use.container.label} requests {use.resource} ({use.path}) but the pod is bound for {where}",
                 "that cohort runs the NVIDIA DRA driver, not the device plugin, so the resource is never offered there",
-                "ask for the GPU with a ResourceClaimTemplate of a gpu.nvidia.com DeviceClass and "
-                "resources.claims, or target the device-plugin cohort")))
+                f"ask for the GPU with a ResourceClaimTemplate of a {cohort.driver or 'gpu.nvidia.com'} DeviceClass "
+                f"and resources.claims{_other(policy, DEVICE_PLUGIN)}")))
     elif cohort.mechanism == DEVICE_PLUGIN:
         for claim in facts.gpu_claims:
             out.append(Finding(RULE, claim.path, message(
@@ -35,12 +50,25 @@ def check(facts, context, policy):
                 f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for GPUs through DRA but the pod is bound for {where}',
                 "that cohort runs the NVIDIA device plugin, whose GPUs DRA cannot allocate",
                 f"request {cohort.resources[0] if cohort.resources else 'nvidia.com/gpu'} in resources.limits "
-                "instead of the claim, or target the DRA cohort")))
+                f"instead of the claim{_other(policy, DRA)}")))
         for use in facts.dra_resources:
             out.append(Finding(RULE, use.path, message(
                 policy, RULE, subject,
                 f"{use.container.label} requests {use.resource} ({use.path}), served by DRA DeviceClass "
                 f'"{use.device_class.name}", but the pod is bound for {where}',
                 "that cohort runs the NVIDIA device plugin, not the DRA driver",
-                "request the device plugin's resource instead, or target the DRA cohort")))
+                f"request {cohort.resources[0] if cohort.resources else 'nvidia.com/gpu'} from the device plugin "
+                f"instead{_other(policy, DRA)}")))
     return out
+
+
+def _quoted(values):
+    return [f'"{v}"' for v in values]
+
+
+def _other(policy, mechanism) -> str:
+    """', or target the cohort "x"' naming the cohorts that run `mechanism`, if any."""
+    running = [c.name for c in policy.cohorts if c.mechanism == mechanism]
+    if not running:
+        return ""
+    return f", or target {'the cohort' if len(running) == 1 else 'one of the cohorts'} {names(_quoted(running))}"

@@ -1,4 +1,4 @@
-from webhook.policy.messages import message
+from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -12,12 +12,18 @@ def check(facts, context, policy):
     if facts.gpu_claims:
         claim = facts.gpu_claims[0]
         other = f'claim "{claim.name}" (DRA, {claim.ref})'
+        users = [c for c in claim.containers if c.name != dp.container.name]
+        if dp.container.name in {c.name for c in claim.containers} or not users:
+            joined = f"and {other}"
+        else:
+            joined = f"while {names([c.label for c in users])} use{'s' if len(users) == 1 else ''} {other}"
         keep = "either the limit or the claim"
     else:
         use = facts.dra_resources[0]
         other = f"{use.resource} (DRA, DeviceClass \"{use.device_class.name}\", {use.path})"
+        joined = f"and {other}" if use.container.name == dp.container.name else f"while {use.container.label} requests {other}"
         keep = "one of the two resources"
-    what = f"{dp.container.label} requests {dp.resource} ({dp.path}) and {other}"
+    what = f"{dp.container.label} requests {dp.resource} ({dp.path}) {joined}"
     return [Finding(RULE, dp.path, message(
         policy, RULE, facts.view.subject, what,
         "the same GPU must come from one mechanism only (device plugin or DRA)", f"keep {keep}"))]

@@ -29,7 +29,7 @@ def check_object(subject: str, obj: dict, spec, info, policy) -> list[Finding]:
     if spec is not None and spec.legacy_class:
         path = f"{spec.path}.resourceClassName"
         out.append(Finding(RULE, path, message(
-            policy, RULE, subject, f"the claim names ResourceClass {spec.legacy_class!r} ({path})", WHY,
+            policy, RULE, subject, f'the claim names ResourceClass "{spec.legacy_class}" ({path})', WHY,
             "use spec.devices.requests[].exactly.deviceClassName with a DeviceClass")))
     if info is not None and "spec.suitableNodes" in info.legacy_fields:
         out.append(Finding(RULE, "spec.suitableNodes", message(

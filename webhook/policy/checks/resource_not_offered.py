@@ -10,7 +10,8 @@ MIG_PREFIX = "nvidia.com/mig-"
 def class_problem(cohort, info) -> str | None:
     """Why a DRA cohort does not offer what a DeviceClass selects; None when it does."""
     if cohort.device_classes and info.name not in cohort.device_classes:
-        return f"the cohort offers only the DeviceClasses {names(cohort.device_classes)}"
+        listed = [f'"{c}"' for c in cohort.device_classes]
+        return f"the cohort offers only the DeviceClass{'es' if len(listed) > 1 else ''} {names(listed)}"
     if info.driver and cohort.driver and info.driver != cohort.driver:
         return f"it selects devices of the driver {info.driver}; the cohort runs {cohort.driver}"
     if cohort.device_types and info.device_type and info.device_type not in cohort.device_types:
@@ -29,7 +30,19 @@ def _device_plugin(facts, cohort, policy):
         if name in offered or (name.endswith(".shared") and not sharing):
             continue  # a shared name on a cohort without sharing is sharing-not-enabled's finding
         fix = f"request one of {names(sorted(offered))}" if offered else "target a cohort that offers it"
-        if name.startswith(MIG_PREFIX):
+        renamed = [s for s in (cohort.time_slicing, cohort.mps) if s is not None and s.rename_by_default
+                   and name in (r.name for r in s.resources)]
+        unrenamed = [s for s in (cohort.time_slicing, cohort.mps) if s is not None and not s.rename_by_default
+                     and name[: -len(".shared")] in (r.name for r in s.resources)] if name.endswith(".shared") else []
+        if renamed:
+            why = (f"the cohort shares its GPUs (renameByDefault: true), so its nodes advertise {name}.shared "
+                   f"instead of {name} and the pod never schedules")
+            fix = f"request {name}.shared: 1, or target a cohort with exclusive GPUs"
+        elif unrenamed:
+            base = name[: -len(".shared")]
+            why = f"the cohort shares its GPUs without renameByDefault, so its nodes advertise the shared replicas as {base}"
+            fix = f"request {base}"
+        elif name.startswith(MIG_PREFIX):
             profile = name[len(MIG_PREFIX):]
             if cohort.mig_strategy == "none":
                 why = ("MIG resources exist only where MIG geometry and a matching migStrategy exist; this cohort runs "
@@ -49,19 +62,41 @@ def _device_plugin(facts, cohort, policy):
     return out
 
 
+def unoffered(leaves, cohort, context):
+    """(leaf, DeviceClass, why) for each GPU request leaf the cohort does not offer. Of a request's
+    firstAvailable alternatives only one has to be offered: the scheduler takes the first the node has."""
+    problems = []
+    for leaf in leaves:
+        info = context.device_class(leaf.device_class)
+        problems.append((leaf, info, class_problem(cohort, info) if info else None))
+    offered_requests = {leaf.path.split(".firstAvailable[")[0] for leaf, _, why in problems if why is None}
+    return [(leaf, info, why) for leaf, info, why in problems
+            if why is not None and leaf.path.split(".firstAvailable[")[0] not in offered_requests]
+
+
+def _example(cohort) -> str:
+    return cohort.device_classes[0] if cohort.device_classes else cohort.driver or "gpu.nvidia.com"
+
+
+def check_claim(subject, leaves, cohort, context, policy) -> list[Finding]:
+    """A ResourceClaim or template object on its own (the namespace's DRA cohort)."""
+    return [Finding(RULE, f"{leaf.path}.deviceClassName", message(
+        policy, RULE, subject, f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
+        f'({leaf.path}.deviceClassName) on cohort "{cohort.name}"', why,
+        f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}"))
+        for leaf, info, why in unoffered(leaves, cohort, context)]
+
+
 def _dra(facts, cohort, context, policy):
     out = []
     for claim in facts.gpu_claims:
-        for req in claim.gpu_requests:
-            info = context.device_class(req.device_class)
-            problem = class_problem(cohort, info) if info else None
-            if problem:
-                out.append(Finding(RULE, claim.path, message(
-                    policy, RULE, facts.view.subject,
-                    f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for DeviceClass "{info.name}" '
-                    f'({req.path}) on cohort "{cohort.name}"', problem,
-                    "use a DeviceClass the cohort offers, e.g. " + (cohort.device_classes[0] if cohort.device_classes
-                                                                    else cohort.driver or "gpu.nvidia.com"))))
+        word = "template" if claim.ref_kind == "ResourceClaimTemplate" else "ResourceClaim"
+        for req, info, problem in unoffered(claim.gpu_requests, cohort, context):
+            out.append(Finding(RULE, claim.path, message(
+                policy, RULE, facts.view.subject,
+                f'claim "{claim.name}" ({claim.path}) uses {word} "{claim.ref_name}", whose request "{req.name}" '
+                f'({req.path}) asks for DeviceClass "{info.name}" on cohort "{cohort.name}"', problem,
+                f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}")))
     for use in facts.dra_resources:
         problem = class_problem(cohort, use.device_class)
         if problem:

@@ -26,7 +26,8 @@ def check(facts, context, policy):
     view = facts.view
     security = policy.security
     out = []
-    targets = [("pod", f"{view.prefix}.securityContext", as_dict(view.spec.get("securityContext")), False)]
+    pod = "the pod" if view.is_pod else "the pod template"
+    targets = [(pod, f"{view.prefix}.securityContext", as_dict(view.spec.get("securityContext")), False)]
     targets += [(c.label, f"{c.path}.securityContext", as_dict(c.raw.get("securityContext")), True)
                 for c in view.containers]
     for who, base, sc, container in targets:

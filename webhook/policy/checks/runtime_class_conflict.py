@@ -15,7 +15,7 @@ def check(facts, context, policy):
         return []
     path = f"{facts.view.prefix}.runtimeClassName"
     return [Finding(RULE, path, message(
-        policy, RULE, facts.view.subject, f"runtimeClassName is {runtime!r} ({path}) for a device-plugin GPU pod",
+        policy, RULE, facts.view.subject, f'runtimeClassName is "{runtime}" ({path}) in a device-plugin GPU pod',
         f'cohort "{cohort.name}" injects GPUs through the {cohort.runtime_class_name} RuntimeClass (its containerd '
         "handler); another runtime starts the container without them",
         f"set runtimeClassName: {cohort.runtime_class_name}, or remove it and let the webhook set it"))]

@@ -43,13 +43,21 @@ def check(facts, context, policy):
                 "isolation and memory", f"keep either {ex[0].resource} or {sh[0].resource}")))
     if marked_exclusive(facts, policy):
         for use in facts.device_plugin:
-            if is_shared(use.resource, shared) and use.resource.endswith(".shared"):
-                out.append(Finding(RULE, use.path, message(
-                    policy, RULE, facts.view.subject,
-                    f"{use.container.label} requests the shared {use.resource} ({use.path}) in a workload labelled "
-                    f"{policy.exclusive_label}=true",
-                    "shared replicas have no memory or fault isolation from other pods",
-                    "request the exclusive resource (nvidia.com/gpu), or remove the label")))
+            if not is_shared(use.resource, shared):
+                continue
+            if use.resource.endswith(".shared"):
+                what = f"the shared {use.resource} ({use.path})"
+                fix = f"request the exclusive {use.resource[: -len('.shared')]}, or remove the label"
+            else:
+                # time-slicing or MPS without renameByDefault: the shared replicas keep the exclusive name
+                cohort = facts.choice.cohort
+                how = "MPS" if cohort.mps is not None and use.resource in cohort.mps.exposed_names() else "time-sliced"
+                what = f'{use.resource} ({use.path}), which cohort "{cohort.name}" hands out as {how} replicas,'
+                fix = "target a cohort whose GPUs are not shared, or remove the label"
+            out.append(Finding(RULE, use.path, message(
+                policy, RULE, facts.view.subject,
+                f"{use.container.label} requests {what} in a workload labelled {policy.exclusive_label}=true",
+                "shared replicas have no memory or fault isolation from other pods", fix)))
         for claim in facts.gpu_claims:
             for strategy in claim.sharing:
                 out.append(Finding(RULE, claim.path, message(

@@ -44,3 +44,11 @@ def check(facts, context, policy):
                     f'cohort "{cohort.name}"', f"{strategy} is an Alpha driver feature this cohort does not enable",
                     dra_fix(cohort))))
     return out
+
+
+def check_claim(subject, spec, word, cohort, policy) -> list[Finding]:
+    """A ResourceClaim or template object on its own (the namespace's DRA cohort)."""
+    return [Finding(RULE, path, message(
+        policy, RULE, subject, f'the {word} asks for {strategy} sharing ({path}) on cohort "{cohort.name}"',
+        f"{strategy} is an Alpha driver feature this cohort does not enable", dra_fix(cohort)))
+        for path, strategy in claim_sharing_problems(spec, cohort, policy)]

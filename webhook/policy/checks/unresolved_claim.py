@@ -1,3 +1,4 @@
+from webhook.policy.gpu import IMPLICIT_PREFIX
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -17,11 +18,26 @@ def check(facts, context, policy):
                 "to this claim", f"create the {'template' if claim.ref_kind == 'ResourceClaimTemplate' else 'claim'} "
                 "first (or give it to `gpu-admission check` with the pod), or turn on claim lookups")))
         elif claim.unknown_classes:
+            classes = claim.unknown_classes
+            reason = context.class_misses.get(classes[0]) or "not found"
             out.append(Finding(RULE, claim.path, message(
                 policy, RULE, facts.view.subject,
-                f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for the DeviceClass '
-                f"{names(claim.unknown_classes)}, which could not be resolved",
-                "without it the webhook cannot tell whether the claim means GPUs",
-                "list the class under deviceClasses in the policy, give it to `gpu-admission check`, or turn on "
-                "DeviceClass lookups")))
+                f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for the DeviceClass'
+                f"{'es' if len(classes) > 1 else ''} {names(_quoted(classes))}, which could not be resolved ({reason})",
+                "without it the webhook cannot tell whether the claim means GPUs, so the GPU rules were not applied "
+                "to this claim", "create the DeviceClass first (or give it to `gpu-admission check` with the pod), "
+                "list it under deviceClasses in the policy, or turn on DeviceClass lookups")))
+    for use in facts.unknown_classes:
+        name = use.resource[len(IMPLICIT_PREFIX):]
+        reason = context.class_misses.get(name) or "not found"
+        out.append(Finding(RULE, use.path, message(
+            policy, RULE, facts.view.subject,
+            f'{use.container.label} requests {use.resource} ({use.path}), but the DeviceClass "{name}" could not be '
+            f"resolved ({reason})", "without it the webhook cannot tell whether the resource means GPUs, so the GPU "
+            "rules were not applied to it", "create the DeviceClass first (or give it to `gpu-admission check` with "
+            "the pod), list it under deviceClasses in the policy, or turn on DeviceClass lookups")))
     return out
+
+
+def _quoted(values):
+    return [f'"{v}"' for v in values]

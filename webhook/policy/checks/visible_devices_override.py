@@ -20,6 +20,20 @@ def _env_sources(container):
                 yield i, kind, name, prefix, ref.get("optional") is True
 
 
+def _source(env: dict) -> str:
+    """Where the variable's value comes from, named without the value itself."""
+    value_from = as_dict(env.get("valueFrom"))
+    for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+        ref = as_dict(value_from.get(field))
+        if ref:
+            return f'from key {as_str(ref.get("key")) or "?"} of {kind} "{as_str(ref.get("name")) or "?"}"'
+    if "fieldRef" in value_from or "resourceFieldRef" in value_from:
+        return "from a field of the pod"
+    if "valueFrom" in env:
+        return "with valueFrom"
+    return "with a literal value"
+
+
 def check(facts, context, policy):
     variables = policy.visible_device_variables
     gpu_containers = None
@@ -35,7 +49,7 @@ def check(facts, context, policy):
                 if c.name not in gpu_containers:
                     continue
             path = f"{c.path}.env[{i}]"
-            how = "from " + ("a ConfigMap/Secret" if "valueFrom" in env else "its value")
+            how = _source(env)
             out.append(Finding(RULE, path, message(
                 policy, RULE, facts.view.subject, f"{c.label} sets {name} ({path}, {how})", WHY,
                 f"remove {name} and ask for GPUs with resources.limits or a ResourceClaim")))

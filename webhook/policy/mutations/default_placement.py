@@ -22,6 +22,9 @@ def mutate(draft, facts, policy):
     if choice.cohort is None or choice.source not in (NAMESPACE, INFERRED):
         return []
     cohort = choice.cohort
+    mechanisms = facts.mechanisms
+    if mechanisms and mechanisms != {cohort.mechanism}:
+        return []  # the namespace's cohort cannot give these GPUs (cohort-mismatch): placing the pod there helps no one
     spec = facts.view.spec
     selector = as_dict(spec.get("nodeSelector"))
     missing = {k: v for k, v in cohort.node_labels.items() if k not in selector}

@@ -1,0 +1,60 @@
+"""Fixtures of the policy tests: evaluation through the CLI's path and golden message files.
+
+Golden files live under tests/golden/rules/, one per case id, one message per line. A missing or different
+file fails the test; `pytest --update-golden` rewrites them from the current output (review the diff)."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from webhook.handlers.evaluate import evaluate_object
+from webhook.lookups.bundle import BundleResolver
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN_RULES = REPO / "tests" / "golden" / "rules"
+
+
+def evaluate_docs(obj: dict, *, policy, docs=(), namespace: str | None = None, user: dict | None = None,
+                  default_namespace: str = "default"):
+    """Evaluate `obj` as `gpu-admission check` does: every document given (the object included) resolves
+    claims, templates, DeviceClasses, Namespaces and envFrom sources. The input must come out untouched."""
+    before = copy.deepcopy(obj)
+    resolver = BundleResolver([obj, *docs], default_namespace=default_namespace)
+    result = evaluate_object(obj, policy=policy, resolver=resolver, namespace=namespace or default_namespace,
+                             user_info=user)
+    assert obj == before, "evaluation changed its input object"
+    return result
+
+
+@pytest.fixture
+def evaluate():
+    return evaluate_docs
+
+
+@pytest.fixture
+def update_golden(request) -> bool:
+    return bool(request.config.getoption("update_golden", default=False))
+
+
+@pytest.fixture
+def golden(request, update_golden):
+    """`golden(lines)` compares the lines with tests/golden/rules/<case id>.txt (or `name`)."""
+
+    def check(lines, name: str | None = None) -> None:
+        name = name or request.node.callspec.id
+        path = GOLDEN_RULES / f"{name}.txt"
+        lines = list(lines)
+        text = "".join(line + "\n" for line in lines)
+        if update_golden:
+            GOLDEN_RULES.mkdir(parents=True, exist_ok=True)
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), (f"golden file {path.relative_to(REPO)} is missing: run `pytest tests/policy "
+                               "--update-golden`, then read every new line before committing it")
+        assert lines == path.read_text(encoding="utf-8").splitlines(), \
+            f"messages differ from {path.relative_to(REPO)} (rerun with --update-golden if the change is intended)"
+
+    return check

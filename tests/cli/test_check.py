@@ -186,3 +186,14 @@ def test_mutate_prints_patched_documents(capsys, tmp_path):
     assert docs[1:] == list(yaml.safe_load_all(job.read_text()))  # templates are never mutated
     code, out, _ = run(capsys, "mutate", "-o", "json", str(src))
     assert json.loads(out)["spec"]["nodeSelector"]["workload.example.com/gpu-allocation"] == "device-plugin"
+
+
+def test_other_kinds_of_alpha_dra_groups_are_not_legacy(capsys, tmp_path):
+    f = tmp_path / "dra.yaml"
+    f.write_text("apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata: {name: t}\n---\n"
+                 "apiVersion: resource.k8s.io/v1alpha2\nkind: ResourceClass\nmetadata: {name: gpu}\ndriverName: gpu.nvidia.com\n")
+    code, out, _ = run(capsys, "check", "-o", "json", str(f))
+    results = json.loads(out)
+    assert code == 1
+    assert [(r["kind"], r["namespace"], [v["rule"] for v in r["violations"]]) for r in results] == [
+        ("ResourceClass", "", ["legacy-api"])]  # DeviceTaintRule is still served at v1alpha3: not ours

@@ -154,7 +154,8 @@ def test_custom_cohorts_sharing_and_mig():
         """))
     shared, mig, dra = policy.cohorts
     assert shared.offered_resources() == {"nvidia.com/gpu.shared"}  # renamed: advertised instead of nvidia.com/gpu
-    assert "nvidia.com/mig-1g.18gb.me" in mig.offered_resources() and "nvidia.com/mig-7g.141gb" in mig.offered_resources()
+    assert "nvidia.com/mig-1g.18gb" in mig.offered_resources() and "nvidia.com/mig-7g.141gb" in mig.offered_resources()
+    assert not any("+" in r or r.endswith(".me") for r in mig.offered_resources())  # +me is advertised as 1g.18gb
     assert dra.sharing_strategies == ("TimeSlicing",)
     assert policy.on_error[Rule.SHARED_CLAIM] == "deny" and policy.actions[Rule.SHARED_CLAIM] is Action.ENFORCE
 
@@ -163,3 +164,21 @@ def test_manager_must_match_mechanism():
     with pytest.raises(ConfigError) as err:
         parse_policy("cohorts: [{name: a, mechanism: dra, manager: gpu-operator-clusterpolicy, nodeLabels: {a: b}}]")
     assert err.value.errors == ["cohorts[0].manager: gpu-operator-clusterpolicy runs the device-plugin mechanism, not dra"]
+
+
+def test_error_names_the_cohort_by_its_index_in_the_document():
+    text = _with(cohorts__0__mechanism="mig", cohorts__1__deviceClasses=["no-such-class"])
+    with pytest.raises(ConfigError) as err:
+        parse_policy(text)
+    assert "cohorts[1].deviceClasses: unknown DeviceClass 'no-such-class'; list it under deviceClasses" in err.value.errors
+
+
+def test_null_security_default_is_not_set():
+    policy = parse_policy(_with(securityDefaults={"readOnlyRootFilesystem": None, "dropCapabilities": None}))
+    assert policy.security.read_only_root_filesystem is None and policy.security.drop_capabilities == ()
+    assert policy.security.run_as_user == 65532  # absent fields keep the shipped default
+
+
+def test_unquoted_off_is_the_off_action():
+    policy = parse_policy(DEFAULT_PATH.read_text().replace("rules: {}", "rules:\n  shared-claim: off\n  run-as-root: {action: off}"))
+    assert policy.actions[Rule.SHARED_CLAIM] is Action.OFF and policy.actions[Rule.RUN_AS_ROOT] is Action.OFF

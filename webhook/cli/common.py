@@ -8,7 +8,7 @@ from webhook.cli.inputs import Inputs
 from webhook.config import ConfigError, Policy, load_policy
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.bundle import BundleResolver
-from webhook.objects.kinds import BY_KIND, LEGACY_DRA_VERSIONS
+from webhook.objects.kinds import BY_KIND, is_legacy_dra
 
 EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
 
@@ -29,7 +29,7 @@ def load_policy_or_exit(args) -> Policy | None:
 
 
 def handled(doc) -> bool:
-    return doc.obj.get("kind") in BY_KIND or doc.obj.get("apiVersion") in LEGACY_DRA_VERSIONS
+    return doc.obj.get("kind") in BY_KIND or is_legacy_dra(doc.obj)
 
 
 def evaluate_inputs(inputs: Inputs, policy: Policy, namespace: str, *, fallback=None):

@@ -328,14 +328,21 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
 def _security(data: Any, errors: list[str]) -> SecurityDefaults:
     f = _Fields(data, "securityDefaults", errors)
     d = SecurityDefaults()
+
+    def field(key, kind, default, check=None):
+        # absent: the shipped default; an explicit null: this default is not set at all
+        return None if key in f.data and f.data[key] is None else f.get(key, kind, default, check)
+
     out = SecurityDefaults(
-        run_as_non_root=f.get("runAsNonRoot", bool, d.run_as_non_root),
-        run_as_user=f.get("runAsUser", int, d.run_as_user, _at_least(0)),
-        seccomp_profile=f.get("seccompProfile", str, d.seccomp_profile, _one_of(["RuntimeDefault", "Unconfined"])),
-        allow_privilege_escalation=f.get("allowPrivilegeEscalation", bool, d.allow_privilege_escalation),
-        read_only_root_filesystem=f.get("readOnlyRootFilesystem", bool, d.read_only_root_filesystem),
-        drop_capabilities=f.strings("dropCapabilities", None, d.drop_capabilities),
+        run_as_non_root=field("runAsNonRoot", bool, d.run_as_non_root),
+        run_as_user=field("runAsUser", int, d.run_as_user, _at_least(0)),
+        seccomp_profile=field("seccompProfile", str, d.seccomp_profile, _one_of(["RuntimeDefault", "Unconfined"])),
+        allow_privilege_escalation=field("allowPrivilegeEscalation", bool, d.allow_privilege_escalation),
+        read_only_root_filesystem=field("readOnlyRootFilesystem", bool, d.read_only_root_filesystem),
+        drop_capabilities=() if "dropCapabilities" in f.data and f.data["dropCapabilities"] is None
+        else f.strings("dropCapabilities", None, d.drop_capabilities),
     )
+    f.seen.update(f.data)
     f.done()
     if out.run_as_non_root and out.run_as_user == 0:
         f.error("runAsUser", "0 contradicts runAsNonRoot: true")
@@ -403,7 +410,8 @@ def build_policy(data: Any, source: str = "policy") -> Policy:
     errors: list[str] = []
     top = _Fields(data, "", errors)
     mode = top.get("mode", str, "enforce", _one_of(list(MODES)))
-    cohorts = [c for p, d in top.mappings("cohorts") if (c := _cohort(d, p, errors))]
+    indexed = [(p, c) for p, d in top.mappings("cohorts") if (c := _cohort(d, p, errors))]
+    cohorts = [c for _, c in indexed]
     if "cohorts" in top.data and not top.data.get("cohorts"):
         top.error("cohorts", "must list at least one cohort")
     names = [c.name for c in cohorts]
@@ -430,17 +438,18 @@ def build_policy(data: Any, source: str = "policy") -> Policy:
     ns_cohorts = top.get("namespaceCohorts", dict, {})
     for ns, cohort in ns_cohorts.items():
         if cohort not in names:
-            errors.append(f"namespaceCohorts.{ns}: unknown cohort {cohort!r}; cohorts are {', '.join(names) or 'none'}")
+            listed = [d.get("name") for _, d in top.mappings("cohorts") if isinstance(d, dict) and d.get("name")]
+            errors.append(f"namespaceCohorts.{ns}: unknown cohort {cohort!r}; cohorts are {', '.join(map(str, listed)) or 'none'}")
 
     classes: dict[str, DeviceClassInfo] = {}
     for path, item in top.mappings("deviceClasses"):
         info = _device_class(item, path, errors)
         if info:
             classes[info.name] = info
-    for c in cohorts:
+    for path, c in indexed:
         for cls in c.device_classes:
             if cls not in classes:
-                errors.append(f"cohorts[{names.index(c.name)}].deviceClasses: unknown DeviceClass {cls!r}; "
+                errors.append(f"{path}.deviceClasses: unknown DeviceClass {cls!r}; "
                               "list it under deviceClasses")
 
     variables = top.strings("visibleDeviceVariables", _pattern(re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$"), "variable name"),

@@ -96,33 +96,39 @@ class Cohort:
     sharing_strategies: tuple[str, ...] = ()
     admin_access_namespaces: tuple[str, ...] = ()
 
-    @property
-    def is_device_plugin(self) -> bool:
-        return self.mechanism == DEVICE_PLUGIN
+    # derived once (read on every admission request): see __post_init__
+    _shared: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    _offered: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+
+    def __post_init__(self):
+        shared = {name for s in (self.time_slicing, self.mps) if s is not None for name in s.exposed_names()}
+        # With renameByDefault the device plugin advertises shared replicas as <name>.shared *instead of* <name>.
+        renamed = {r.name for s in (self.time_slicing, self.mps) if s is not None and s.rename_by_default
+                   for r in s.resources}
+        offered = (set(self.resources) - renamed) | set(self.extra_resources) | shared
+        if self.mig_strategy == "mixed":
+            # The device plugin advertises "+me" (media extension) instances under the plain profile's
+            # name (NVIDIA/k8s-device-plugin#1462): no resource name of their own.
+            offered.update("nvidia.com/mig-" + p for p in self.mig_profiles if "+" not in p)
+        object.__setattr__(self, "_shared", frozenset(shared))
+        object.__setattr__(self, "_offered", frozenset(offered))
 
     def shared_resources(self) -> frozenset[str]:
         """Names under which this cohort's nodes advertise shared (time-sliced or MPS) replicas."""
-        names: set[str] = set()
-        for sharing in (self.time_slicing, self.mps):
-            if sharing is not None:
-                names.update(sharing.exposed_names())
-        return frozenset(names)
+        return self._shared
 
     def offered_resources(self) -> frozenset[str]:
-        """Every `nvidia.com/*` extended resource this cohort's nodes advertise. With renameByDefault the
-        device plugin advertises shared replicas as <name>.shared *instead of* <name>."""
-        renamed = {r.name for s in (self.time_slicing, self.mps) if s is not None and s.rename_by_default
-                   for r in s.resources}
-        names = (set(self.resources) - renamed) | set(self.extra_resources) | self.shared_resources()
-        if self.mig_strategy == "mixed":
-            names.update(mig_resource_name(p) for p in self.mig_profiles)
-        return frozenset(names)
+        """Every `nvidia.com/*` extended resource this cohort's nodes advertise."""
+        return self._offered
 
-
-def mig_resource_name(profile: str) -> str:
-    # The device plugin names MIG resources after the profile; "+" (media extensions) is not valid
-    # in a resource name and becomes ".".
-    return "nvidia.com/mig-" + profile.replace("+", ".")
+    def gpu_resource(self) -> str:
+        """The name to request one GPU (or replica) by on this cohort, for messages' fixes."""
+        offered = self.offered_resources()
+        for name in self.resources:
+            if name in offered:
+                return name
+        shared = sorted(self.shared_resources())
+        return shared[0] if shared else "nvidia.com/gpu"
 
 
 @dataclass(frozen=True, slots=True)

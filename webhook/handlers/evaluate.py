@@ -20,5 +20,5 @@ def evaluate_object(obj: dict, *, policy: Policy, resolver: Resolver, operation:
         return skipped  # before any lookup: exempt namespaces cost nothing
     view = pod_view(obj, kind, namespace)  # None for kinds without a pod spec; built once, read by both
     context = build_context(obj, kind, namespace, policy=policy, resolver=resolver, user=user_info, view=view)
-    return evaluate(obj, policy=policy, context=context, namespace=namespace, operation=operation, kind=kind,
+    return evaluate(obj, kind=kind, namespace=namespace, policy=policy, context=context, operation=operation,
                     validate=validate, mutate=mutate, view=view)

@@ -22,15 +22,6 @@ def as_str(value) -> str | None:
     return value if type(value) is str else None
 
 
-def dig(obj, *keys):
-    """obj[k1][k2]... through dicts only; None when any step is missing or not a dict."""
-    for key in keys:
-        if type(obj) is not dict:
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$")
 _SUFFIX = {
     None: 1, "": 1, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,

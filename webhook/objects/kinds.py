@@ -33,9 +33,15 @@ _KINDS = (
 BY_KIND = {k.kind: k for k in _KINDS}
 BY_RESOURCE = {(k.group, k.resource): k for k in _KINDS}
 POD_BEARING = tuple(k for k in _KINDS if k.pod_spec_path is not None)
-DRA_KINDS = tuple(k for k in _KINDS if k.group == "resource.k8s.io")
 HANDLED = _KINDS
 # The only subresource the engine reads: ephemeral containers are added to running pods through it.
 SUBRESOURCES = {("", "pods"): ("ephemeralcontainers",)}
-# API versions of resource.k8s.io that no 1.34+ cluster serves (rule legacy-api).
+# API versions of resource.k8s.io that no 1.34+ cluster serves for these kinds (rule legacy-api).
+# Other kinds still live there (DeviceTaintRule is served at v1alpha3): they are not ours.
 LEGACY_DRA_VERSIONS = frozenset({"resource.k8s.io/v1alpha2", "resource.k8s.io/v1alpha3"})
+LEGACY_DRA_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceClass",
+                              "ResourceClaimParameters", "ResourceClassParameters", "PodSchedulingContext"})
+
+
+def is_legacy_dra(obj: dict) -> bool:
+    return obj.get("apiVersion") in LEGACY_DRA_VERSIONS and obj.get("kind") in LEGACY_DRA_KINDS

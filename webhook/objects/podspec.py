@@ -49,10 +49,6 @@ def display_name(obj: dict) -> str:
     return f"{generate}*" if generate else "(unnamed)"
 
 
-def object_namespace(obj: dict, default: str = "") -> str:
-    return as_str(as_dict(obj.get("metadata")).get("namespace")) or default
-
-
 def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
     info = BY_KIND.get(kind)
     if info is None or info.pod_spec_path is None:

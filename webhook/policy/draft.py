@@ -6,31 +6,31 @@ from __future__ import annotations
 class Draft:
     def __init__(self, original: dict):
         self.root = original
-        self._own: set[int] = set()  # ids of containers this draft created (safe to edit in place)
+        self._nodes: dict[tuple, dict | list] = {}  # path -> the draft's own (copied or new) container
 
     @property
     def changed(self) -> bool:
-        return bool(self._own)
-
-    def _copy(self, node):
-        copy = dict(node) if type(node) is dict else list(node)
-        self._own.add(id(copy))
-        return copy
+        return bool(self._nodes)
 
     def node(self, *path, create: type = dict):
-        """The container at `path`, copied along the way; created empty (of type `create`) where absent
-        or not of a container type."""
-        if id(self.root) not in self._own:
-            self.root = self._copy(self.root)
-        node = self.root
-        for i, key in enumerate(path):
-            child = node[key] if (type(node) is dict and key in node) or (type(node) is list and key < len(node)) else None
-            want = create if i == len(path) - 1 else (list if type(path[i + 1]) is int else dict)
-            if type(child) is not want:
-                child = want()
-                self._own.add(id(child))
-            elif id(child) not in self._own:
-                child = self._copy(child)
-            node[key] = child
-            node = child
+        """The draft's own container at `path`, copying each container on the way once; created empty (of
+        type `create`) where absent or of another type. Later calls for the same path return the same node."""
+        node = self._nodes.get(path)
+        if node is not None:
+            return node
+        if not path:
+            node = self.root = dict(self.root)
+        else:
+            key = path[-1]
+            parent = self.node(*path[:-1], create=list if type(key) is int else dict)
+            if type(parent) is dict:
+                child = parent.get(key)
+            else:
+                child = parent[key] if key < len(parent) else None
+            node = child.copy() if type(child) is create else create()
+            if type(parent) is list and key >= len(parent):
+                parent.append(node)
+            else:
+                parent[key] = node
+        self._nodes[path] = node
         return node

@@ -8,7 +8,7 @@ from typing import Mapping
 from webhook.config.model import DRA, Cohort, Policy
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.claims import claim_spec
-from webhook.objects.kinds import BY_KIND, LEGACY_DRA_VERSIONS
+from webhook.objects.kinds import BY_KIND, is_legacy_dra
 from webhook.objects.podspec import PodView, display_name, pod_view
 from webhook.policy.checks import (
     claim_shape,
@@ -44,30 +44,24 @@ POD_CHECKS = (
 MUTATIONS = (default_placement, default_runtime_class, default_security_context, hide_gpus)
 LEGACY_CLUSTER_KINDS = frozenset({"ResourceClass"})  # v1alpha2, cluster-scoped like DeviceClass
 _STRENGTH = {Action.OFF: 0, Action.AUDIT: 1, Action.WARN: 2, Action.ENFORCE: 3}
-_NO_USER: Mapping = {}
 
 
-def evaluate(obj: dict, *, policy: Policy, context: Context, namespace: str = "", operation: str = "CREATE",
-             kind: str | None = None, validate: bool = True, mutate: bool = True,
-             view: PodView | None = None) -> Evaluation:
+def evaluate(obj: dict, *, kind: str, namespace: str, policy: Policy, context: Context, operation: str = "CREATE",
+             validate: bool = True, mutate: bool = True, view: PodView | None = None) -> Evaluation:
     """Evaluate `obj` as the webhooks would on `operation`: for a Pod on CREATE the mutating webhook's patch
-    first (`mutate`), then the validating rules on the mutated Pod (`validate`). `view` is the object's
-    pod view when the caller has already built it."""
-    kind = as_str(obj.get("kind")) or kind or ""
+    first (`mutate`), then the validating rules on the mutated Pod (`validate`).
+
+    `kind` and `namespace` are the object's, as `object_namespace` reads them; exempt namespaces were
+    skipped before (`exempt`). `view` is the object's pod view when the caller has already built it."""
     name = display_name(obj)
-    namespace = object_namespace(obj, kind, namespace)
-    info = BY_KIND.get(kind)
-    skipped = exempt(obj, kind, namespace, policy)
-    if skipped is not None:
-        return skipped
     dry_run, actions = _settings(policy, namespace)
-    api_version = as_str(obj.get("apiVersion")) or ""
+    info = BY_KIND.get(kind)
     if info is not None and info.pod_spec_path is not None:
         view = view or pod_view(obj, kind, namespace)
         return _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run, actions, validate, mutate)
     if not validate:
         return Evaluation(kind, namespace, name, dry_run=dry_run, skipped=f"{kind} objects are never mutated")
-    if info is not None or api_version in LEGACY_DRA_VERSIONS:
+    if info is not None or is_legacy_dra(obj):
         return _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions)
     return Evaluation(kind, namespace, name, skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
 

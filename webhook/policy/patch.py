@@ -25,14 +25,17 @@ def _diff(old, new, path: str, ops: list) -> None:
         return
     told, tnew = type(old), type(new)
     if told is dict and tnew is dict:
-        for key in old:
-            if key not in new:
-                ops.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
+        added = 0
         for key, value in new.items():
-            if key not in old:
+            if key in old:
+                before = old[key]
+                if before is not value:  # shared subtrees (most of them) cost one identity test
+                    _diff(before, value, f"{path}/{_escape(key)}", ops)
+            else:
+                added += 1
                 ops.append({"op": "add", "path": f"{path}/{_escape(key)}", "value": value})
-            elif old[key] is not value:  # shared subtrees (most of them) cost one identity test
-                _diff(old[key], value, f"{path}/{_escape(key)}", ops)
+        if len(old) + added != len(new):  # some key of old is gone (mutations only add: rare)
+            ops.extend({"op": "remove", "path": f"{path}/{_escape(key)}"} for key in old if key not in new)
         return
     if told is list and tnew is list and len(new) >= len(old):
         for i, value in enumerate(old):

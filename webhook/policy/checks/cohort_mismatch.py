@@ -49,7 +49,7 @@ def check(facts, context, policy):
                 policy, RULE, subject,
                 f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for GPUs through DRA but the pod is bound for {where}',
                 "that cohort runs the NVIDIA device plugin, whose GPUs DRA cannot allocate",
-                f"request {cohort.resources[0] if cohort.resources else 'nvidia.com/gpu'} in resources.limits "
+                f"request {cohort.gpu_resource()} in resources.limits "
                 f"instead of the claim{_other(policy, DRA)}")))
         for use in facts.dra_resources:
             out.append(Finding(RULE, use.path, message(
@@ -57,7 +57,7 @@ def check(facts, context, policy):
                 f"{use.container.label} requests {use.resource} ({use.path}), served by DRA DeviceClass "
                 f'"{use.device_class.name}", but the pod is bound for {where}',
                 "that cohort runs the NVIDIA device plugin, not the DRA driver",
-                f"request {cohort.resources[0] if cohort.resources else 'nvidia.com/gpu'} from the device plugin "
+                f"request {cohort.gpu_resource()} from the device plugin "
                 f"instead{_other(policy, DRA)}")))
     return out
 

@@ -47,10 +47,11 @@ def _device_plugin(facts, cohort, policy):
             if cohort.mig_strategy == "none":
                 why = ("MIG resources exist only where MIG geometry and a matching migStrategy exist; this cohort runs "
                        "migStrategy: none, so nothing creates the resource and the pod never schedules")
-                fix = "request nvidia.com/gpu, or have the GPU owner configure MIG geometry and migStrategy: mixed first"
+                fix = (f"request {cohort.gpu_resource()}, or have the GPU owner configure MIG geometry and "
+                       "migStrategy: mixed first")
             elif cohort.mig_strategy == "single":
                 why = "with migStrategy: single the device plugin advertises MIG devices as nvidia.com/gpu"
-                fix = "request nvidia.com/gpu"
+                fix = f"request {cohort.gpu_resource()}"
             else:
                 table = ", ".join(f"{p}×{n}" for p, n in cohort.mig_profiles.items())
                 why = f"profile {profile} is not in this cohort's MIG profile table ({table})"

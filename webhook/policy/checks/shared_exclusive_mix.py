@@ -28,8 +28,9 @@ def check(facts, context, policy):
     shared = shared_names(facts)
     out = []
     per_container: dict[str, list] = {}
-    for use in facts.device_plugin:
-        per_container.setdefault(use.container.name, []).append(use)
+    if len(facts.device_plugin) > 1:  # a mix needs two resources
+        for use in facts.device_plugin:
+            per_container.setdefault(use.container.name, []).append(use)
     for uses in per_container.values():
         sh = [u for u in uses if is_shared(u.resource, shared)]
         ex = [u for u in uses if not is_shared(u.resource, shared)]

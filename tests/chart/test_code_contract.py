@@ -1,0 +1,325 @@
+"""Cross-checks between the chart and the code: the rendered policy loads with the project's own loader,
+the webhook rules list exactly the kinds the engine handles, and the Deployment matches what the server
+reads and serves (environment, file locations, port, paths, probes)."""
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from webhook import settings
+from webhook.config import ConfigError, parse_policy
+from webhook.config.load import DEFAULT_PATH, DEFAULT_VISIBLE_DEVICE_VARIABLES
+from webhook.objects import kinds
+from webhook.policy.checks import device_access_bypass
+from webhook.rules import Action, Rule
+
+from .conftest import CHART, CUSTOM_POLICY, NAMESPACE, RELEASE, set_params
+
+pytestmark = pytest.mark.slow
+SCHEMA = yaml.safe_load((CHART / "values.schema.json").read_text())
+
+
+# ---------------------------------------------------------------- the policy ConfigMap
+
+@pytest.mark.parametrize("value_set", set_params())
+def test_rendered_policy_loads_with_the_project_loader(rendered, value_set):
+    policy = parse_policy(rendered.policy_text(), source=f"chart {value_set}")  # raises ConfigError on any problem
+    assert policy.service_namespace == NAMESPACE
+    assert policy.is_exempt(NAMESPACE)
+    values = rendered.values
+    expected_mode = {"": None, "enforce": "enforce", "audit": "audit", "dry-run": "audit"}[values.get("mode", "")]
+    assert policy.mode == (expected_mode or "enforce")
+    for ns in values.get("exemptNamespaces", []):
+        assert ns in policy.exempt_namespaces
+    for key, enabled in values.get("lookups", {}).items():
+        attr = re.sub(r"([A-Z])", r"_\1", key).lower()
+        assert getattr(policy.lookups, attr) is enabled
+
+
+def test_default_policy_value_is_the_shipped_default(chart):
+    shipped = yaml.safe_load(DEFAULT_PATH.read_text())
+    shipped.pop("serviceNamespace")  # the chart always sets the release namespace
+    assert chart.values["policy"] == shipped
+
+
+def test_default_render_means_the_shipped_default(default_render):
+    """Same cohorts, classes, actions and security defaults as the service with no configuration."""
+    rendered = parse_policy(default_render.policy_text())
+    shipped = parse_policy(DEFAULT_PATH.read_text())
+    for field in ("cohorts", "mode", "exempt_namespaces", "actions", "device_classes", "security", "gpu_drivers",
+                  "visible_device_variables", "lookups", "exceptions", "namespace_overrides"):
+        assert getattr(rendered, field) == getattr(shipped, field), field
+
+
+def test_custom_policy_and_convenience_values(render):
+    out = render({"policy": CUSTOM_POLICY, "mode": "dry-run", "exemptNamespaces": ["ml-infra"],
+                  "rules": {"run-as-root": "enforce", "hide-gpus": False, "shared-claim": {"action": "audit",
+                                                                                           "onError": "deny"}},
+                  "lookups": {"deviceClasses": True}})
+    policy = parse_policy(out.policy_text())
+    assert [c.name for c in policy.cohorts] == ["a100", "h200"]
+    assert policy.mode == "audit"
+    assert policy.exempt_namespaces == {"kube-system", "nvidia-gpu-operator", "ml-infra"}
+    assert policy.actions[Rule.RUN_AS_ROOT] is Action.ENFORCE
+    assert policy.actions[Rule.HIDE_GPUS] is Action.OFF  # an unquoted `off` in a values file is false
+    assert policy.actions[Rule.SHARED_CLAIM] is Action.AUDIT
+    assert policy.on_error[Rule.SHARED_CLAIM] == "deny"
+    assert policy.lookups.device_classes and not policy.lookups.resource_claims
+    assert policy.namespace_cohorts == {"training": "h200"}
+
+
+def test_a_policy_the_loader_refuses_is_caught_by_the_test_hook(render):
+    """The loader check above is not vacuous: a policy the schema lets through but the loader refuses
+    (two cohorts selecting the same nodes) fails parse_policy with the field named."""
+    twins = [dict(CUSTOM_POLICY["cohorts"][0], name="a"), dict(CUSTOM_POLICY["cohorts"][0], name="b")]
+    out = render({"policy": dict(CUSTOM_POLICY, cohorts=twins)})
+    with pytest.raises(ConfigError, match="cohorts"):
+        parse_policy(out.policy_text())
+
+
+# ---------------------------------------------------------------- values.schema.json vs the code
+
+def test_schema_rule_ids_and_actions_are_the_code_s():
+    rule_actions = SCHEMA["definitions"]["ruleActions"]
+    assert rule_actions["propertyNames"]["enum"] == [r.value for r in Rule]
+    assert SCHEMA["definitions"]["action"]["enum"] == [a.value for a in Action] + [False]
+
+
+def _loader_keys() -> set[str]:
+    source = Path(parse_policy.__code__.co_filename).read_text()
+    found = set(re.findall(r"""\b(?:(?:f|g|top)\.(?:get|strings|mappings)|field)\(\s*["']([A-Za-z]+)["']""", source))
+    for names in re.findall(r"_fields = \(([^)]*)\)", source):
+        found |= set(re.findall(r'"([A-Za-z]+)"', names))
+    return found
+
+
+def _schema_keys(node, out: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            _schema_keys(SCHEMA["definitions"][node["$ref"].rsplit("/", 1)[1]], out)
+        for key, sub in node.get("properties", {}).items():
+            out.add(key)
+            _schema_keys(sub, out)
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), dict):
+                _schema_keys(node[key], out)
+        for sub in node.get("anyOf", []):
+            _schema_keys(sub, out)
+    return out
+
+
+def test_schema_policy_fields_are_the_loader_s():
+    schema_keys = _schema_keys(SCHEMA["properties"]["policy"], set())
+    loader_keys = _loader_keys()
+    assert len(loader_keys) > 40, "the loader's field names were not found; update _loader_keys"
+    assert loader_keys - schema_keys == set(), "policy fields the loader reads but the chart's schema refuses"
+    assert schema_keys - loader_keys == set(), "policy fields the chart's schema allows but the loader refuses"
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, id=k)
+                                 for k in sorted(SCHEMA["properties"]["policy"]["properties"])])
+def test_every_policy_key_the_schema_allows_is_known_to_the_loader(key):
+    text = DEFAULT_PATH.read_text() + f"\n{key}: null\n"
+    try:
+        parse_policy(text)
+    except ConfigError as exc:
+        assert not any(e.startswith(f"{key}: unknown field") for e in exc.errors), exc.errors
+
+
+# ---------------------------------------------------------------- webhook rules vs the engine's kinds
+
+def _rules(rendered, kind: str) -> list[dict]:
+    return [rule for k, hook in rendered.webhooks() if k == kind for rule in hook["rules"]]
+
+
+def _resources(rules) -> set[tuple[str, str]]:
+    return {(group, resource) for rule in rules for group in rule["apiGroups"] for resource in rule["resources"]}
+
+
+@pytest.mark.parametrize("value_set", set_params())
+def test_validating_rules_cover_exactly_the_engine_s_kinds(rendered, value_set):
+    expected = {(k.group, k.resource) for k in kinds.HANDLED}
+    expected |= {(group, f"{resource}/{sub}") for (group, resource), subs in kinds.SUBRESOURCES.items() for sub in subs}
+    rules = _rules(rendered, "ValidatingWebhookConfiguration")
+    assert _resources(rules) == expected
+    for rule in rules:
+        assert rule["operations"] == ["CREATE", "UPDATE"]
+        assert rule["apiVersions"] == ["v1"]
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                info = kinds.BY_RESOURCE[(group, resource.split("/")[0])]
+                assert rule["scope"] == ("Namespaced" if info.namespaced else "Cluster"), resource
+
+
+@pytest.mark.parametrize("value_set", set_params("default", "custom-policy", "audit-mode"))
+def test_mutating_rules_cover_exactly_the_mutated_kinds_on_create(rendered, value_set):
+    rules = _rules(rendered, "MutatingWebhookConfiguration")
+    assert _resources(rules) == {(k.group, k.resource) for k in kinds.HANDLED if k.mutated}
+    assert all(rule["operations"] == ["CREATE"] for rule in rules)
+
+
+@pytest.mark.parametrize("value_set", set_params())
+def test_webhooks_never_match_what_must_always_go_through(rendered, value_set):
+    for _, hook in rendered.webhooks():
+        for rule in hook["rules"]:
+            assert not {"DELETE", "CONNECT", "*"} & set(rule["operations"])
+            for resource in rule["resources"]:
+                name, _, sub = resource.partition("/")
+                assert name not in {"leases", "nodes", "events", "namespaces", "*"}
+                assert sub in ("", "ephemeralcontainers"), resource  # never status, scale, binding, ...
+            assert "*" not in rule["apiGroups"] and "coordination.k8s.io" not in rule["apiGroups"]
+
+
+# ---------------------------------------------------------------- namespaceSelector
+
+@pytest.mark.parametrize("value_set", set_params())
+def test_namespace_selector_excludes_system_own_and_exempt_namespaces(rendered, value_set):
+    policy = parse_policy(rendered.policy_text())
+    expected = sorted({"kube-system", NAMESPACE} | set(policy.exempt_namespaces))
+    for _, hook in rendered.webhooks():
+        assert hook["namespaceSelector"] == {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": expected}]}
+
+
+def test_release_namespace_is_excluded_whatever_it_is_called(render):
+    out = render({}, namespace="platform-webhooks")
+    for _, hook in out.webhooks():
+        assert "platform-webhooks" in hook["namespaceSelector"]["matchExpressions"][0]["values"]
+        assert hook["clientConfig"]["service"]["namespace"] == "platform-webhooks"
+    assert parse_policy(out.policy_text()).service_namespace == "platform-webhooks"
+
+
+# ---------------------------------------------------------------- the server contract
+
+def _container(rendered) -> dict:
+    (container,) = rendered.one("Deployment")["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def _mount_for(rendered, path: str) -> tuple[dict, dict]:
+    """The volume mounted at the directory holding `path`, and its mount."""
+    spec = rendered.one("Deployment")["spec"]["template"]["spec"]
+    directory = posixpath.dirname(path)
+    (mount,) = [m for m in _container(rendered)["volumeMounts"] if m["mountPath"] == directory]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    return volume, mount
+
+
+@pytest.mark.parametrize("value_set", set_params())
+def test_environment_and_files_match_the_server_settings(rendered, value_set):
+    container = _container(rendered)
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env[settings.ENV_POLICY] == settings.DEPLOYED_POLICY
+    assert env[settings.ENV_TLS_CERT] == settings.DEPLOYED_TLS_CERT
+    assert env[settings.ENV_TLS_KEY] == settings.DEPLOYED_TLS_KEY
+    assert env[settings.ENV_BIND] == settings.DEPLOYED_BIND
+    assert int(env[settings.ENV_WORKERS]) >= 1
+    assert env[settings.ENV_LOG_LEVEL] in settings.LOG_LEVELS
+    unknown = {name for name in env if name.startswith("GPU_ADMISSION_")} - {
+        v for k, v in vars(settings).items() if k.startswith("ENV_")}
+    assert unknown == set(), "variables the server does not read"
+
+    policy_volume, policy_mount = _mount_for(rendered, env[settings.ENV_POLICY])
+    configmap = rendered.one("ConfigMap", policy_volume["configMap"]["name"])
+    assert posixpath.basename(env[settings.ENV_POLICY]) in configmap["data"]
+    tls_volume, tls_mount = _mount_for(rendered, env[settings.ENV_TLS_CERT])
+    assert _mount_for(rendered, env[settings.ENV_TLS_KEY])[1] == tls_mount  # certificate and key side by side
+    assert posixpath.basename(env[settings.ENV_TLS_CERT]) == "tls.crt"  # kubernetes.io/tls Secret keys
+    assert posixpath.basename(env[settings.ENV_TLS_KEY]) == "tls.key"
+    assert tls_volume["secret"]["secretName"] == (
+        rendered.values.get("certificates", {}).get("secretName") or f"{RELEASE}-tls")
+    for mount in (policy_mount, tls_mount):
+        assert "subPath" not in mount  # a subPath mount never sees ConfigMap/Secret updates
+        assert mount["readOnly"] is True
+
+
+@pytest.mark.parametrize("value_set", set_params())
+def test_port_paths_and_probes_match_what_the_server_serves(rendered, value_set):
+    container = _container(rendered)
+    (port,) = container["ports"]
+    bind_port = int(settings.DEPLOYED_BIND.rsplit(":", 1)[1])
+    assert port == {"name": "https", "containerPort": bind_port, "protocol": "TCP"}
+    probes = {name: container[name]["httpGet"] for name in ("startupProbe", "livenessProbe", "readinessProbe")}
+    assert probes["livenessProbe"]["path"] == "/healthz"
+    assert probes["startupProbe"]["path"] == "/healthz"
+    assert probes["readinessProbe"]["path"] == "/readyz"
+    for probe in probes.values():
+        assert probe["scheme"] == "HTTPS" and probe["port"] == port["name"]
+    service = rendered.one("Service")
+    (service_port,) = service["spec"]["ports"]
+    assert service_port["targetPort"] == port["name"]
+    selector = service["spec"]["selector"]
+    pod_labels = rendered.one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert all(pod_labels[k] == v for k, v in selector.items())
+    paths = set()
+    for kind, hook in rendered.webhooks():
+        ref = hook["clientConfig"]["service"]
+        assert (ref["name"], ref["namespace"], ref["port"]) == (service["metadata"]["name"], NAMESPACE,
+                                                                service_port["port"])
+        assert ref["path"] == ("/mutate" if kind.startswith("Mutating") else "/validate")
+        paths.add(ref["path"])
+    assert "/validate" in paths
+
+
+def _admission_review(operation: str = "CREATE") -> dict:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
+           "spec": {"containers": [{"name": "trainer", "image": "cuda:12",
+                                    "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    gvk = {"group": "", "version": "v1", "kind": "Pod"}
+    gvr = {"group": "", "version": "v1", "resource": "pods"}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "0df28fbd-5f5f-11e8-bc74-36e6bb280816", "kind": gvk, "resource": gvr, "requestKind": gvk,
+        "requestResource": gvr, "name": "train", "namespace": "ml", "operation": operation,
+        "userInfo": {"username": "alice"}, "object": pod, "oldObject": None, "dryRun": False}}
+
+
+@pytest.mark.parametrize("value_set", set_params("default", "custom-policy", "audit-mode", "lookups-claims"))
+def test_the_server_serves_the_chart_s_paths_with_the_chart_s_policy(rendered, value_set, tmp_path):
+    """The app as deployed, given the rendered ConfigMap's policy.yaml: every path the chart sends the
+    apiserver, the kubelet's probes and Prometheus to answers (the apiserver appends ?timeout=)."""
+    from webhook.app import create_app  # noqa: PLC0415 (the server, imported only here)
+    from webhook.settings import Settings  # noqa: PLC0415
+
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(rendered.policy_text())
+    client = create_app(Settings(policy_path=policy_file)).test_client()
+    container = _container(rendered)
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        response = client.get(container[probe]["httpGet"]["path"])
+        assert response.status_code == 200, probe
+    ready = client.get(container["readinessProbe"]["httpGet"]["path"]).get_json()
+    assert ready["policy"]["source"] == str(policy_file) and ready["policy"]["inForce"] == "current file"
+    metrics = rendered.values.get("serviceMonitor", {}).get("path", "/metrics")
+    assert client.get(metrics).status_code == 200
+    for kind, hook in rendered.webhooks():
+        ref = hook["clientConfig"]["service"]
+        response = client.post(f"{ref['path']}?timeout={hook['timeoutSeconds']}s", json=_admission_review())
+        assert response.status_code == 200, ref["path"]
+        body = response.get_json()
+        assert body["apiVersion"] == "admission.k8s.io/v1" and body["kind"] == "AdmissionReview"
+        assert body["response"]["uid"] == _admission_review()["request"]["uid"]
+        if kind.startswith("Validating"):
+            assert "patch" not in body["response"]
+
+
+# ---------------------------------------------------------------- matchConditions vs the engine's constants
+
+def _gpu_condition(rendered) -> str:
+    for _, hook in rendered.webhooks():
+        for condition in hook.get("matchConditions", []):
+            if condition["name"] == "skip-pods-no-rule-concerns":
+                return condition["expression"]
+    raise AssertionError("no skip-pods-no-rule-concerns condition")
+
+
+def test_match_conditions_use_the_engine_s_lists(default_render):
+    expression = _gpu_condition(default_render)
+    for variable in DEFAULT_VISIBLE_DEVICE_VARIABLES:
+        assert f"'{variable}'" in expression
+    for prefix in device_access_bypass.ANNOTATION_PREFIXES:
+        assert f"startsWith('{prefix}')" in expression
+    assert f"contains('{posixpath.basename(device_access_bypass.DEVICE_LIST_DIR)}')" in expression

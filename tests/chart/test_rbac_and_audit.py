@@ -1,0 +1,146 @@
+"""RBAC grows only with the lookups the values enable, the service account token is mounted only when
+something needs it, and the audit CronJob runs `gpu-admission audit --apply` with exactly the access it needs."""
+from __future__ import annotations
+
+import pytest
+
+from webhook.objects import kinds
+
+from .conftest import NAMESPACE, RELEASE, set_params
+
+pytestmark = pytest.mark.slow
+
+LOOKUP_RESOURCES = {
+    "resourceClaims": {("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceclaimtemplates")},
+    "deviceClasses": {("resource.k8s.io", "deviceclasses")},
+    "namespaces": {("", "namespaces")},
+    "configMaps": {("", "configmaps")},
+    "secrets": {("", "secrets")},
+}
+
+
+def _grants(role: dict) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        assert "nonResourceURLs" not in rule
+        if "resourceNames" in rule:  # only the audit's read of the webhook configuration that owns its reports
+            assert rule == {"apiGroups": ["admissionregistration.k8s.io"], "resources": [
+                "validatingwebhookconfigurations"], "resourceNames": [RELEASE], "verbs": ["get"]}, rule
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                assert "*" not in (group, resource) and "*" not in rule["verbs"]
+                out.setdefault((group, resource), set()).update(rule["verbs"])
+    return out
+
+
+@pytest.mark.parametrize("enabled", [
+    pytest.param((), id="none"),
+    pytest.param(("resourceClaims",), id="claims"),
+    pytest.param(("deviceClasses",), id="classes"),
+    pytest.param(("namespaces",), id="namespaces"),
+    pytest.param(("configMaps",), id="config-maps"),
+    pytest.param(("secrets",), id="secrets"),
+    pytest.param(("resourceClaims", "deviceClasses", "configMaps"), id="claims-classes-config-maps"),
+    pytest.param(tuple(LOOKUP_RESOURCES), id="all"),
+])
+def test_webhook_rbac_is_exactly_the_enabled_lookups(render, enabled):
+    out = render({"lookups": {name: True for name in enabled}})
+    pod = out.one("Deployment")["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is bool(enabled)
+    assert out.one("ServiceAccount")["automountServiceAccountToken"] is False
+    if not enabled:
+        assert out.all("ClusterRole") == [] and out.all("ClusterRoleBinding") == []
+        assert out.all("Role") == [] and out.all("RoleBinding") == []
+        return
+    role = out.one("ClusterRole", f"{RELEASE}-lookups")
+    expected = set().union(*(LOOKUP_RESOURCES[name] for name in enabled))
+    grants = _grants(role)
+    assert set(grants) == expected
+    assert all(verbs == {"get", "list", "watch"} for verbs in grants.values())
+    binding = out.one("ClusterRoleBinding", f"{RELEASE}-lookups")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": role["metadata"]["name"]}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": pod["serviceAccountName"],
+                                    "namespace": NAMESPACE}]
+
+
+def test_a_lookup_enabled_in_the_policy_subtree_also_gets_its_rbac(render):
+    out = render({"policy": {"lookups": {"deviceClasses": True, "timeoutSeconds": 0.5}}})
+    assert set(_grants(out.one("ClusterRole", f"{RELEASE}-lookups"))) == LOOKUP_RESOURCES["deviceClasses"]
+    assert "timeoutSeconds: 0.5" in out.policy_text()
+
+
+@pytest.mark.parametrize("value_set", set_params("audit-cronjob"))
+def test_audit_cronjob_runs_audit_apply_with_the_chart_s_policy(rendered, value_set):
+    cron = rendered.one("CronJob")
+    spec = cron["spec"]
+    assert spec["schedule"] and spec["concurrencyPolicy"] == "Forbid"
+    assert spec["timeZone"] == "Etc/UTC"
+    pod = spec["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["gpu-admission"]
+    args = container["args"]
+    assert args[0] == "audit" and "--apply" in args
+    assert args[args.index("--output") + 1] == "policyreport"  # --apply writes PolicyReports only
+    assert args[args.index("--owner-webhook") + 1] == rendered.one("ValidatingWebhookConfiguration")["metadata"]["name"]
+    config = args[args.index("--config") + 1]
+    assert container["args"][-2:] == ["--namespace", "ml"]  # audit.extraArgs
+    (mount,) = [m for m in container["volumeMounts"] if config.startswith(m["mountPath"] + "/")]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert config.rsplit("/", 1)[1] in rendered.one("ConfigMap", volume["configMap"]["name"])["data"]
+    assert container["image"] == rendered.one("Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert pod["automountServiceAccountToken"] is True  # in-cluster config
+    assert pod["restartPolicy"] == "Never"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert any(m["mountPath"] == "/tmp" for m in container["volumeMounts"])
+
+
+@pytest.mark.parametrize("value_set", set_params("audit-cronjob"))
+def test_audit_rbac_reads_what_it_audits_and_writes_only_policy_reports(rendered, value_set):
+    name = f"{RELEASE}-audit"
+    sa = rendered.one("ServiceAccount", name)
+    pod = rendered.one("CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == sa["metadata"]["name"]
+    grants = _grants(rendered.one("ClusterRole", name))
+    audited = {(k.group, k.resource) for k in kinds.HANDLED} | {("", "namespaces")}
+    reports = {("wgpolicyk8s.io", "policyreports"), ("wgpolicyk8s.io", "clusterpolicyreports")}
+    owner = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+    assert set(grants) == audited | reports | {owner}
+    for resource in audited:
+        assert grants[resource] == {"get", "list"}, resource
+    for resource in reports:
+        assert grants[resource] == {"create", "update", "patch", "get", "list", "delete"}
+    assert grants[owner] == {"get"}
+    bindings = {b["metadata"]["name"]: b for b in rendered.all("ClusterRoleBinding")}
+    assert bindings[name]["roleRef"]["name"] == name
+    # ConfigMap lookups are on in this value set: the audit reads envFrom keys through the same role.
+    assert bindings[f"{name}-lookups"]["roleRef"]["name"] == f"{RELEASE}-lookups"
+    for binding in (bindings[name], bindings[f"{name}-lookups"]):
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}]
+
+
+def test_audit_without_lookups_has_no_lookup_binding(render):
+    out = render({"audit": {"enabled": True}})
+    assert [b["metadata"]["name"] for b in out.all("ClusterRoleBinding")] == [f"{RELEASE}-audit"]
+
+
+@pytest.mark.parametrize("value_set", set_params())
+def test_no_object_grants_more_than_reads_and_policy_reports(rendered, value_set):
+    for role in rendered.all("ClusterRole") + rendered.all("Role"):
+        for (group, _), verbs in _grants(role).items():
+            if group != "wgpolicyk8s.io":
+                assert verbs <= {"get", "list", "watch"}, role["metadata"]["name"]  # never write anything else
+
+
+@pytest.mark.parametrize("value_set", set_params("audit-cronjob"))
+def test_audit_arguments_are_the_cli_s(rendered, value_set):
+    """The CronJob's command line parses with the CLI's own parser, as the options `audit --apply` needs."""
+    from webhook.cli.main import build_parser  # noqa: PLC0415
+
+    (container,) = rendered.one("CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(container["args"])
+    assert args.command == "audit" and args.apply is True and args.output == "policyreport"
+    assert args.owner_webhook == RELEASE
+    assert args.config == "/etc/gpu-admission/policy/policy.yaml"
+    assert args.namespace == ["ml"]
+    assert args.kubeconfig is None and args.context is None  # the in-cluster config

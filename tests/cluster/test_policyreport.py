@@ -1,0 +1,81 @@
+"""PolicyReport results for each kind of evaluation, and reports kept under etcd's size limit."""
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from webhook.audit import policyreport
+from webhook.audit.evaluate import Audited
+from webhook.audit.listing import ListFailure
+from webhook.audit.policyreport import build_reports, object_results
+from webhook.lookups.resources import ApiResource, DEVICE_CLASSES
+from webhook.policy.results import Evaluation, RuleError, Violation
+from webhook.rules import Action, Rule
+
+NOW = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
+TS = {"seconds": int(NOW.timestamp()), "nanos": 0}
+PODS = ApiResource("", "v1", "pods", "Pod", True)
+JOBS = ApiResource("batch", "v1", "jobs", "Job", True)
+
+
+def audited(name: str, namespace: str = "ml", resource: ApiResource = PODS, **evaluation) -> Audited:
+    obj = {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"}}
+    return Audited(resource, obj, Evaluation(resource.kind, namespace, name, **evaluation))
+
+
+def _violation(rule: Rule, action: Action) -> Violation:
+    return Violation(rule, action, "spec.containers[0]", f"message of {rule.value}")
+
+
+@pytest.mark.parametrize("evaluation, expected", [
+    pytest.param({}, [("pass", None, None)], id="clean"),
+    pytest.param({"violations": (_violation(Rule.DOUBLE_MECHANISM, Action.ENFORCE),)},
+                 [("fail", "double-mechanism", "high")], id="enforced"),
+    pytest.param({"violations": (_violation(Rule.RUN_AS_ROOT, Action.WARN),
+                                 _violation(Rule.SHARED_CLAIM, Action.AUDIT))},
+                 [("warn", "run-as-root", "medium"), ("warn", "shared-claim", "low")], id="warn-and-audit"),
+    pytest.param({"violations": (_violation(Rule.HIDE_GPUS, Action.AUDIT),), "dry_run": True},
+                 [("warn", "hide-gpus", "info")], id="mutation-finding"),
+    pytest.param({"patch": ({"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"},)},
+                 [("warn", None, "info")], id="patch"),
+    pytest.param({"errors": (RuleError(Rule.CLAIM_SHAPE, "KeyError: 'x'", False),)},
+                 [("error", "claim-shape", None)], id="rule-error"),
+    pytest.param({"skipped": 'namespace "kube-system" is exempt'}, [("skip", None, None)], id="exempt"),
+])
+def test_each_evaluation_becomes_results(evaluation, expected):
+    results = object_results(audited("p", **evaluation), TS)
+    assert [(r["result"], r.get("rule"), r.get("severity")) for r in results] == expected
+    for r in results:
+        assert r["policy"] == "gpu-admission" and r["timestamp"] == TS
+        assert r["resources"] == [{"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "ml", "uid": "uid-p"}]
+
+
+def test_reports_split_by_namespace_with_cluster_scope_last():
+    items = [audited("a", "ml"), audited("b", "research", JOBS),
+             Audited(DEVICE_CLASSES, {"metadata": {"name": "gpu.nvidia.com", "uid": "u"}},
+                     Evaluation("DeviceClass", "", "gpu.nvidia.com"))]
+    failures = (ListFailure(JOBS, None, "forbidden", 403), ListFailure(PODS, "research", "API timeout after 1s", None))
+    reports = build_reports(items, failures, now=NOW)
+    assert [(r["kind"], r["metadata"].get("namespace")) for r in reports] == [
+        ("PolicyReport", "ml"), ("PolicyReport", "research"), ("ClusterPolicyReport", None)]
+    assert reports[1]["summary"] == {"pass": 1, "fail": 0, "warn": 0, "error": 1, "skip": 0}
+    assert reports[1]["results"][1]["message"] == 'cannot list pods in namespace "research": API timeout after 1s'
+    assert [r["result"] for r in reports[2]["results"]] == ["pass", "error"]
+    assert reports[2]["results"][1]["message"] == "cannot list jobs.batch across all namespaces: forbidden"
+    assert "namespace" not in reports[2]["results"][0]["resources"][0]
+
+
+def test_a_report_too_big_for_etcd_drops_pass_results_but_keeps_counts(monkeypatch):
+    monkeypatch.setattr(policyreport, "MAX_REPORT_BYTES", 20_000)
+    items = [audited(f"pod-{i}") for i in range(200)]
+    items.append(audited("bad", violations=(_violation(Rule.DOUBLE_MECHANISM, Action.ENFORCE),)))
+    (report,) = build_reports(items, (), now=NOW)
+    assert report["summary"] == {"pass": 200, "fail": 1, "warn": 0, "error": 0, "skip": 0}
+    assert [r["result"] for r in report["results"]] == ["fail"]
+    assert report["metadata"]["annotations"] == {"gpu-admission.io/omitted-results": "pass"}
+
+
+def test_a_small_report_keeps_everything():
+    (report,) = build_reports([audited(f"pod-{i}") for i in range(3)], (), now=NOW)
+    assert len(report["results"]) == 3 and "annotations" not in report["metadata"]

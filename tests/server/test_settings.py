@@ -1,0 +1,113 @@
+"""Settings from the deployment's environment (the chart's contract), checked, and read only when asked."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from webhook import settings as s
+from webhook.server.runner import MetricsDir, options
+from webhook.settings import Settings, SettingsError
+
+from .conftest import REPO
+
+
+def test_deployed_defaults():
+    got = Settings.from_env({})
+    assert got.policy_path == Path("/etc/gpu-admission/policy/policy.yaml")
+    assert got.tls_cert == Path("/etc/gpu-admission/tls/tls.crt")
+    assert got.tls_key == Path("/etc/gpu-admission/tls/tls.key")
+    assert got.bind == "0.0.0.0:8443"
+    assert got.workers == 2 * s.available_cpus() >= 2
+    assert got.max_body_bytes == 3145728
+    assert got.log_level == "info" and got.failure_mode == "allow" and got.metrics_dir is None
+
+
+def test_every_variable_is_read():
+    env = {s.ENV_POLICY: "/p.yaml", s.ENV_TLS_CERT: "/c", s.ENV_TLS_KEY: "/k", s.ENV_BIND: "127.0.0.1:9443",
+           s.ENV_WORKERS: "3", s.ENV_MAX_BODY: "1024", s.ENV_LOG_LEVEL: "DEBUG", s.ENV_THREADS: "2",
+           s.ENV_ON_ERROR: "deny", s.ENV_RELOAD_INTERVAL: "0.5", s.ENV_METRICS_DIR: "/tmp/m"}
+    assert Settings.from_env(env) == Settings(
+        policy_path=Path("/p.yaml"), tls_cert=Path("/c"), tls_key=Path("/k"), bind="127.0.0.1:9443", workers=3,
+        threads=2, max_body_bytes=1024, log_level="debug", failure_mode="deny", reload_interval=0.5,
+        metrics_dir=Path("/tmp/m"))
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    pytest.param({s.ENV_WORKERS: "many"}, "GPU_ADMISSION_WORKERS must be a positive integer", id="workers-word"),
+    pytest.param({s.ENV_WORKERS: "0"}, "GPU_ADMISSION_WORKERS must be a positive integer", id="workers-zero"),
+    pytest.param({s.ENV_MAX_BODY: "-1"}, "GPU_ADMISSION_MAX_BODY_BYTES must be a positive integer", id="body-negative"),
+    pytest.param({s.ENV_LOG_LEVEL: "loud"}, "GPU_ADMISSION_LOG_LEVEL must be one of debug", id="log-level"),
+    pytest.param({s.ENV_ON_ERROR: "maybe"}, "GPU_ADMISSION_ON_ERROR must be one of allow, deny", id="on-error"),
+    pytest.param({s.ENV_RELOAD_INTERVAL: "soon"}, "GPU_ADMISSION_RELOAD_INTERVAL must be a number", id="interval"),
+    pytest.param({s.ENV_RELOAD_INTERVAL: "0"}, "reload interval must be > 0", id="interval-zero"),
+    pytest.param({s.ENV_BIND: "9443"}, "bind address must be HOST:PORT", id="bind-no-host"),
+    pytest.param({s.ENV_BIND: "host:http"}, "bind address must be HOST:PORT", id="bind-port-word"),
+])
+def test_bad_values_are_named_not_echoed(env, message):
+    with pytest.raises(SettingsError) as exc:
+        Settings.from_env(env)
+    assert message in str(exc.value)
+    assert not any(v in str(exc.value) for v in env.values() if len(v) > 1)
+
+
+def test_cert_and_key_go_together():
+    with pytest.raises(SettingsError, match="both the TLS certificate and its key"):
+        Settings(tls_cert=Path("/c"))
+
+
+def test_nothing_reads_the_environment_at_import():
+    """Importing every module of the server with nonsense in the environment raises nothing; only
+    the gunicorn config and wsgi modules, when loaded, read it."""
+    code = ("import webhook.app, webhook.routes, webhook.review, webhook.dispatch, webhook.metrics, "
+            "webhook.settings, webhook.server.runner, webhook.server.tls, webhook.server.certs, "
+            "webhook.server.reload, webhook.server.logs, webhook.cli.serve, webhook.cli.certs")
+    env = {s.ENV_WORKERS: "many", s.ENV_LOG_LEVEL: "loud", s.ENV_BIND: "nowhere", "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, timeout=60)
+    failed = subprocess.run([sys.executable, "-c", "import webhook.server.gunicorn_conf"], env=env, cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    assert failed.returncode != 0 and "GPU_ADMISSION_WORKERS must be a positive integer" in failed.stderr
+
+
+@pytest.fixture
+def metrics_env(monkeypatch, tmp_path):
+    """on_starting sets PROMETHEUS_MULTIPROC_DIR for gunicorn's workers and makes a directory for
+    them: undo the one, and keep the other in the test's own directory."""
+    monkeypatch.setenv(s.ENV_METRICS_DIR, "")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
+def test_gunicorn_options_for_the_deployment(tmp_path, metrics_env):
+    settings = Settings(tls_cert=tmp_path / "c", tls_key=tmp_path / "k", bind="0.0.0.0:8443", workers=2)
+    opts = options(settings)
+    assert opts["worker_class"] == "gthread"  # keeps connections alive, no monkey-patching
+    assert opts["keepalive"] > 90  # the apiserver's idle connections live 90 s: it closes them, not us
+    assert opts["bind"] == ["0.0.0.0:8443"] and opts["workers"] == 2
+    assert opts["certfile"] == str(tmp_path / "c") and callable(opts["ssl_context"])
+    assert opts["worker_tmp_dir"] in ("/dev/shm", tempfile.gettempdir())  # the root filesystem is read-only
+    assert opts["accesslog"] is None and opts["logconfig_dict"]["formatters"]["json"]
+    assert "certfile" not in options(Settings())  # plain HTTP when no certificate is given
+    assert list(tmp_path.iterdir()) == []  # loading the configuration touches nothing
+
+
+def test_the_metrics_directory_lives_as_long_as_gunicorn(tmp_path, metrics_env):
+    metrics = MetricsDir(None)
+    opts = options(Settings(), metrics)
+    opts["on_starting"](None)
+    assert metrics.path.parent == tmp_path and metrics.path.is_dir()
+    assert os.environ[s.ENV_METRICS_DIR] == str(metrics.path)
+    opts["on_exit"](None)
+    assert not metrics.path.exists()
+
+
+def test_a_configured_metrics_directory_is_cleared_not_removed(tmp_path, metrics_env):
+    (tmp_path / "counter_123.db").write_bytes(b"stale")
+    opts = options(Settings(metrics_dir=tmp_path))
+    opts["on_starting"](None)
+    assert not list(tmp_path.glob("*.db"))
+    opts["on_exit"](None)
+    assert tmp_path.is_dir()

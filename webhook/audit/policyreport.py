@@ -1,0 +1,129 @@
+"""Audit results as `wgpolicyk8s.io/v1alpha2` PolicyReports (one per namespace) and a
+ClusterPolicyReport (cluster-scoped objects, and kinds that could not be listed across namespaces),
+the format Kyverno, Policy Reporter and other tools read.
+
+Result values: `fail` for a rule the configuration enforces, `warn` for warn/audit actions and for
+the patch the mutating webhook would apply to a running Pod (severity `info`), `error` for a rule that raised or a kind that
+could not be listed, `skip` for exempt objects, `pass` for objects no rule fired on."""
+from __future__ import annotations
+
+import datetime
+import json
+from collections import defaultdict
+
+from webhook.audit.evaluate import Audited
+from webhook.audit.listing import ListFailure
+from webhook.audit.table import patch_summary
+from webhook.lookups.resources import CLUSTER_POLICY_REPORTS, POLICY_REPORTS
+from webhook.rules import Action
+
+POLICY = "gpu-admission"
+REPORT_NAME = "gpu-admission"
+LABELS = {"app.kubernetes.io/managed-by": "gpu-admission"}
+SELECTOR = "app.kubernetes.io/managed-by=gpu-admission"
+OMITTED_ANNOTATION = "gpu-admission.io/omitted-results"
+# etcd refuses objects over 1.5 MiB; past this size pass and skip results are left out (the summary
+# still counts them) so that a namespace with thousands of healthy pods still gets its report.
+MAX_REPORT_BYTES = 1_000_000
+
+_RESULT = {Action.ENFORCE: "fail", Action.WARN: "warn", Action.AUDIT: "warn"}
+_SEVERITY = {Action.ENFORCE: "high", Action.WARN: "medium", Action.AUDIT: "low"}
+_SUMMARY_KEYS = ("pass", "fail", "warn", "error", "skip")
+
+
+def _resource_ref(a: Audited) -> dict:
+    meta = a.obj.get("metadata") or {}
+    ref = {"apiVersion": a.resource.api_version, "kind": a.resource.kind, "name": meta.get("name", "")}
+    if a.resource.namespaced:
+        ref["namespace"] = meta.get("namespace", "")
+    if meta.get("uid"):
+        ref["uid"] = meta["uid"]
+    return ref
+
+
+def _result(outcome: str, message: str, timestamp: dict, *, rule: str | None = None, severity: str | None = None,
+            resources: list | None = None, properties: dict | None = None) -> dict:
+    out: dict = {"policy": POLICY}
+    if rule:
+        out["rule"] = rule
+    # Copies per result: shared dicts would print as YAML anchors and aliases.
+    out.update({"result": outcome, "message": message, "source": POLICY, "scored": True,
+                "timestamp": dict(timestamp)})
+    if severity:
+        out["severity"] = severity
+    if resources:
+        out["resources"] = [dict(r) for r in resources]
+    if properties:
+        out["properties"] = properties
+    return out
+
+
+def object_results(a: Audited, timestamp: dict) -> list[dict]:
+    ev = a.evaluation
+    refs = [_resource_ref(a)]
+    if ev.skipped:
+        return [_result("skip", ev.skipped, timestamp, resources=refs)]
+    out = []
+    for v in ev.violations:
+        if v.rule.is_mutation:
+            outcome, severity = "warn", "info"
+        else:
+            outcome, severity = _RESULT[v.action], _SEVERITY[v.action]
+        out.append(_result(outcome, v.message, timestamp, rule=v.rule.value, severity=severity, resources=refs,
+                           properties={"action": v.action.value, "path": v.path}))
+    for e in ev.errors:
+        out.append(_result("error", f"rule {e.rule.value} failed internally: {e.error}", timestamp,
+                           rule=e.rule.value, resources=refs))
+    if ev.patch:
+        out.append(_result("warn", f"the mutating webhook would patch it on creation: {patch_summary(ev.patch)}",
+                           timestamp, severity="info", resources=refs,
+                           properties={"operations": str(len(ev.patch))}))
+    if not out:
+        out.append(_result("pass", "no gpu-admission rule fired", timestamp, resources=refs))
+    return out
+
+
+def failure_result(f: ListFailure, timestamp: dict) -> dict:
+    return _result("error", f"cannot list {f.where}: {f.reason}", timestamp,
+                   properties={"resource": f.resource.qualified})
+
+
+def _report(namespace: str, results: list[dict], owner: dict | None) -> dict:
+    resource = POLICY_REPORTS if namespace else CLUSTER_POLICY_REPORTS
+    metadata: dict = {"name": REPORT_NAME}
+    if namespace:
+        metadata["namespace"] = namespace
+    metadata["labels"] = dict(LABELS)
+    if owner is not None:
+        metadata["ownerReferences"] = [owner]
+    summary = {key: 0 for key in _SUMMARY_KEYS}
+    for r in results:
+        summary[r["result"]] += 1
+    report = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": metadata,
+              "summary": summary, "results": results}
+    return _fit(report)
+
+
+def _fit(report: dict) -> dict:
+    for dropped in (("pass",), ("pass", "skip")):
+        if len(json.dumps(report)) <= MAX_REPORT_BYTES:
+            return report
+        report["results"] = [r for r in report["results"] if r["result"] not in dropped]
+        report["metadata"].setdefault("annotations", {})[OMITTED_ANNOTATION] = ",".join(dropped)
+    return report
+
+
+def build_reports(audited: list[Audited], failures: tuple[ListFailure, ...], *, now: datetime.datetime,
+                  owner: dict | None = None) -> list[dict]:
+    """PolicyReports sorted by namespace, then the ClusterPolicyReport when it has results."""
+    timestamp = {"seconds": int(now.timestamp()), "nanos": 0}
+    by_namespace: dict[str, list[dict]] = defaultdict(list)
+    for a in audited:
+        namespace = (a.obj.get("metadata") or {}).get("namespace", "") if a.resource.namespaced else ""
+        by_namespace[namespace].extend(object_results(a, timestamp))
+    for f in failures:
+        by_namespace[f.namespace or ""].append(failure_result(f, timestamp))
+    reports = [_report(ns, by_namespace[ns], owner) for ns in sorted(by_namespace) if ns]
+    if by_namespace.get(""):
+        reports.append(_report("", by_namespace[""], owner))
+    return reports

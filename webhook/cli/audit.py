@@ -1,0 +1,135 @@
+"""`gpu-admission audit`: evaluate what a live cluster runs with the webhook's engine and lookups."""
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+
+import yaml
+
+from webhook.audit.apply import apply_reports, owner_reference
+from webhook.audit.evaluate import cluster_lookups, evaluate_listing
+from webhook.audit.listing import ListFailure, list_cluster
+from webhook.audit.policyreport import build_reports
+from webhook.audit.progress import Progress
+from webhook.audit.table import render_table
+from webhook.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_OK, load_policy_or_exit
+from webhook.cli.report import result_dict
+from webhook.lookups.apiserver import ApiError
+from webhook.lookups.cluster import ClusterResolver
+from webhook.lookups.kubeconfig import ClusterConfigError, load_api_client
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "audit", help="evaluate what a live cluster runs",
+        description="List Pods, pod-bearing workloads, ResourceClaims, ResourceClaimTemplates and DeviceClasses "
+        "from a live cluster (kubeconfig, or in-cluster), evaluate each as the webhooks would on CREATE, and "
+        "report as a table, JSON (the objects of `check -o json`) or wgpolicyk8s.io PolicyReports. Kinds that "
+        "cannot be listed are reported and the rest goes on. Exit 0: nothing would be denied; 1: something "
+        "would; 2: usage or configuration errors, nothing could be listed, or --apply failed.")
+    p.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
+                   help="audit this namespace (repeatable; default: all namespaces)")
+    p.add_argument("--output", "-o", choices=("table", "json", "policyreport"), default="table")
+    p.add_argument("--apply", action="store_true",
+                   help="with -o policyreport: write the reports to the cluster (create or update) instead of "
+                   "printing them, and delete this tool's reports the audited scope no longer produces")
+    p.add_argument("--owner-webhook", metavar="NAME",
+                   help="with --apply: make the ValidatingWebhookConfiguration NAME own the reports, so that "
+                   "uninstalling the webhook removes them")
+    p.add_argument("--config", metavar="FILE", help="policy YAML (default: the shipped default policy)")
+    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
+                   "then the in-cluster service account)")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
+    p.add_argument("--chunk-size", type=int, default=500, metavar="N",
+                   help="objects per list request (default: 500, as kubectl)")
+    p.add_argument("--request-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="timeout of each API request (default: 30)")
+    p.set_defaults(func=run)
+
+
+def _error(message: str) -> None:
+    print(f"gpu-admission: {message}", file=sys.stderr)
+
+
+def _failure_dict(f: ListFailure, source: dict) -> dict:
+    """A kind that could not be listed, in the shape of a result (so consumers iterate one list)."""
+    return {"kind": f.resource.kind, "namespace": f.namespace or "", "name": "",
+            "source": {**source, "resource": f.resource.qualified}, "allowed": None, "violations": [],
+            "patch": [], "error": f.reason}
+
+
+def _policy_reports(args, client, audited, listing, namespaces) -> bool:
+    """Print the reports, or with --apply write them; False when something could not be done."""
+    owner = None
+    if args.owner_webhook:
+        try:
+            owner = owner_reference(client, args.owner_webhook, timeout=args.request_timeout)
+        except ApiError as err:
+            _error(f"owner ValidatingWebhookConfiguration {args.owner_webhook!r}: {err.describe()}")
+            return False
+    reports = build_reports(audited, listing.failures, now=datetime.datetime.now(datetime.timezone.utc), owner=owner)
+    if not args.apply:
+        sys.stdout.write(yaml.safe_dump_all(reports, sort_keys=False, allow_unicode=True))
+        return True
+    if listing.failures:
+        _error("old reports are kept: with kinds unlisted, this audit cannot tell which are stale")
+    applied = apply_reports(client, reports, namespaces=namespaces, timeout=args.request_timeout,
+                            prune=not listing.failures)
+    for item in applied:
+        print(item.line(), file=sys.stderr if item.outcome == "failed" else sys.stdout)
+    return not any(item.outcome == "failed" for item in applied)
+
+
+def run(args) -> int:
+    if (args.apply or args.owner_webhook) and args.output != "policyreport":
+        _error("--apply and --owner-webhook go with --output policyreport")
+        return EXIT_ERROR
+    if args.owner_webhook and not args.apply:
+        _error("--owner-webhook goes with --apply")
+        return EXIT_ERROR
+    if args.chunk_size < 1 or args.request_timeout <= 0:
+        _error("--chunk-size and --request-timeout must be positive")
+        return EXIT_ERROR
+    policy = load_policy_or_exit(args)
+    if policy is None:
+        return EXIT_ERROR
+    try:
+        client = load_api_client(args.kubeconfig, args.context)
+    except ClusterConfigError as exc:
+        _error(str(exc))
+        return EXIT_ERROR
+    namespaces = tuple(dict.fromkeys(args.namespace))
+    progress = Progress(sys.stderr)
+    try:
+        listing = list_cluster(client, namespaces, chunk_size=args.chunk_size, timeout=args.request_timeout,
+                               on_page=progress.listed)
+        progress.finish()
+        for f in listing.failures:
+            _error(f"cannot list {f.where}: {f.reason}")
+        if listing.nothing_listed:
+            _error("nothing could be listed")
+            return EXIT_ERROR
+        lookups = cluster_lookups(policy, client)
+        try:
+            audited = evaluate_listing(listing, policy, lookups, cluster_scoped=not namespaces,
+                                       on_object=progress.evaluated)
+        finally:
+            if isinstance(lookups, ClusterResolver):
+                lookups.close()
+        progress.finish()
+        status = EXIT_DENIED if any(not a.evaluation.allowed for a in audited) else EXIT_OK
+        if args.output == "json":
+            source = {"cluster": client.configuration.host}
+            results = [result_dict(a.evaluation, {**source, "resource": a.resource.qualified}) for a in audited]
+            results += [_failure_dict(f, source) for f in listing.failures]
+            json.dump(results, sys.stdout, indent=2, ensure_ascii=False)
+            sys.stdout.write("\n")
+        elif args.output == "table":
+            print(render_table(audited, listing.failures))
+        elif not _policy_reports(args, client, audited, listing, namespaces):
+            return EXIT_ERROR
+        return status
+    finally:
+        progress.finish()
+        client.close()

@@ -1,0 +1,271 @@
+"""Cluster lookups for the webhook: ResourceClaims, ResourceClaimTemplates, DeviceClasses, namespace
+labels and the key names of ConfigMaps and Secrets, each served from a watch-backed in-memory cache.
+
+An admission request never waits on the API while the cache has the object. A miss (cache not synced
+yet, or an object created a moment ago whose watch event is still on its way) makes one GET bounded
+by `Lookups.timeout_seconds`; a 404 is a definite "not found", any other failure a miss with its
+reason, which the policy turns into `unresolved-claim` or a warning, never into "allowed because
+unknown". A 404 is remembered for a few seconds (a burst of pods naming an absent optional ConfigMap
+costs one GET; an object created meanwhile still arrives through the watch and wins). After a timeout
+or connection failure, misses answer at once for a short hold-off instead of spending the webhook's
+budget on an API that just failed. A kind switched off in the config answers
+immediately, starts no informer and makes no request (so it needs no RBAC).
+
+Secrets and ConfigMaps are reduced to their key names before anything is stored: values never stay
+in memory."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kubernetes.client import ApiClient
+
+from webhook.config.model import Lookups, Policy
+from webhook.lookups import apiserver
+from webhook.lookups.apiserver import ApiError
+from webhook.lookups.base import Lookup, NoLookups, Resolver
+from webhook.lookups.informer import Informer, InformerSettings, InformerStats
+from webhook.lookups.kubeconfig import load_api_client
+from webhook.lookups.resources import (
+    CONFIG_MAPS,
+    DEVICE_CLASSES,
+    NAMESPACES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    SECRETS,
+    ApiResource,
+)
+
+
+def _whole(obj: dict) -> dict:
+    return obj
+
+
+def _labels(obj: dict) -> dict:
+    return dict(_mapping((obj.get("metadata") or {}).get("labels")))
+
+
+def _config_map_keys(obj: dict) -> frozenset[str]:
+    return frozenset(_mapping(obj.get("data"))) | frozenset(_mapping(obj.get("binaryData")))
+
+
+def _secret_keys(obj: dict) -> frozenset[str]:
+    return frozenset(_mapping(obj.get("data")))  # stringData is write-only: the API never returns it
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    resource: ApiResource
+    switch: str  # the `Lookups` field that enables it
+    transform: Callable[[dict], Any]
+
+
+KINDS = {
+    k.resource.plural: k
+    for k in (
+        _Kind(RESOURCE_CLAIMS, "resource_claims", _whole),
+        _Kind(RESOURCE_CLAIM_TEMPLATES, "resource_claims", _whole),
+        _Kind(DEVICE_CLASSES, "device_classes", _whole),
+        _Kind(NAMESPACES, "namespaces", _labels),
+        _Kind(CONFIG_MAPS, "config_maps", _config_map_keys),
+        _Kind(SECRETS, "secrets", _secret_keys),
+    )
+}
+
+
+_NOT_FOUND = Lookup.miss("not found")
+_MAX_ABSENT = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class KindStats:
+    """Counters of one lookup kind, for metrics: cache hits, misses (each may cost one GET), failed
+    fetches (anything but a definite 404), and the informer's own state."""
+
+    kind: str
+    hits: int
+    misses: int
+    errors: int
+    informer: InformerStats
+
+
+class _Slot:
+    def __init__(self, kind: _Kind, informer: Informer):
+        self.kind = kind
+        self.informer = informer
+        self._lock = threading.Lock()
+        self.hits = self.misses = self.errors = 0
+
+    def count(self, *, hit: bool = False, miss: bool = False, error: bool = False) -> None:
+        with self._lock:
+            self.hits += hit
+            self.misses += miss
+            self.errors += error
+
+    def stats(self) -> KindStats:
+        return KindStats(self.kind.resource.plural, self.hits, self.misses, self.errors, self.informer.stats())
+
+
+class ClusterResolver:
+    """A `Resolver` over watch-backed caches of the kinds that `policy_lookups` enables."""
+
+    def __init__(self, policy_lookups: Lookups, api_client: ApiClient, *,
+                 settings: InformerSettings = InformerSettings(), unreachable_holdoff: float = 5.0,
+                 absent_ttl: float = 2.0, start: bool = True, owns_client: bool = False):
+        self._api = api_client
+        self._timeout = policy_lookups.timeout_seconds
+        self._holdoff = unreachable_holdoff
+        self._absent_ttl = absent_ttl
+        self._absent: dict[tuple[str, str, str], float] = {}  # (plural, namespace, name) -> 404 remembered until
+        self._owns_client = owns_client
+        self._slots: dict[str, _Slot] = {}
+        self._off: dict[str, Lookup] = {}
+        for plural, kind in KINDS.items():
+            if getattr(policy_lookups, kind.switch):
+                informer = Informer(api_client, kind.resource, transform=kind.transform, settings=settings)
+                self._slots[plural] = _Slot(kind, informer)
+            else:
+                self._off[plural] = Lookup.miss(f"lookups of {plural} are off")
+        self._unreachable: tuple[float, str] | None = None  # (until, reason) after a transport failure
+        self._class_list: tuple[int, Lookup] | None = None
+        if start:
+            self.start()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for slot in self._slots.values():
+            slot.informer.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        for slot in self._slots.values():  # all at once, then wait for them together
+            slot.informer.stop(timeout=0)
+        deadline = time.monotonic() + timeout
+        for slot in self._slots.values():
+            slot.informer.stop(timeout=max(0.0, deadline - time.monotonic()))
+        if self._owns_client:
+            self._api.close()
+
+    def __enter__(self) -> "ClusterResolver":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def synced(self) -> bool:
+        """Every enabled cache holds a complete list (it may lag the API by the watch's latency)."""
+        return all(slot.informer.synced.is_set() for slot in self._slots.values())
+
+    def wait_synced(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        for slot in self._slots.values():
+            if not slot.informer.synced.wait(max(0.0, deadline - time.monotonic())):
+                return False
+        return True
+
+    def stats(self) -> dict[str, KindStats]:
+        return {plural: slot.stats() for plural, slot in self._slots.items()}
+
+    # -- Resolver ----------------------------------------------------------------------------------
+
+    def resource_claim(self, namespace: str, name: str) -> Lookup:
+        return self._lookup("resourceclaims", namespace, name)
+
+    def resource_claim_template(self, namespace: str, name: str) -> Lookup:
+        return self._lookup("resourceclaimtemplates", namespace, name)
+
+    def device_class(self, name: str) -> Lookup:
+        return self._lookup("deviceclasses", "", name)
+
+    def namespace_labels(self, name: str) -> Lookup:
+        return self._lookup("namespaces", "", name)
+
+    def config_map_keys(self, namespace: str, name: str) -> Lookup:
+        return self._lookup("configmaps", namespace, name)
+
+    def secret_keys(self, namespace: str, name: str) -> Lookup:
+        return self._lookup("secrets", namespace, name)
+
+    def device_class_list(self) -> Lookup:
+        """Every DeviceClass (the engine scans them for `extendedResourceName`): from the cache once
+        synced, rebuilt only when it changed; before that, one bounded list."""
+        slot = self._slots.get("deviceclasses")
+        if slot is None:
+            return self._off["deviceclasses"]
+        informer = slot.informer
+        if informer.synced.is_set():
+            generation = informer.generation
+            cached = self._class_list
+            if cached is None or cached[0] != generation:
+                cached = (generation, Lookup.hit(tuple(informer.values())))
+                self._class_list = cached
+            slot.count(hit=True)
+            return cached[1]
+        slot.count(miss=True)
+        return self._fetch(slot, lambda: tuple(
+            item for page in apiserver.list_pages(self._api, DEVICE_CLASSES, limit=500, timeout=self._timeout)
+            for item in page.get("items") or () if isinstance(item, dict)
+        ))
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _lookup(self, plural: str, namespace: str, name: str) -> Lookup:
+        slot = self._slots.get(plural)
+        if slot is None:
+            return self._off[plural]
+        value = slot.informer.get((namespace or "", name))
+        if value is not None:
+            slot.count(hit=True)
+            return Lookup.hit(value)
+        slot.count(miss=True)
+        key = (plural, namespace or "", name)
+        until = self._absent.get(key)
+        if until is not None:
+            if time.monotonic() < until:
+                return _NOT_FOUND
+            self._absent.pop(key, None)
+        resource = slot.kind.resource
+        found = self._fetch(slot, lambda: slot.kind.transform(
+            apiserver.get(self._api, resource, namespace, name, timeout=self._timeout)))
+        if found is _NOT_FOUND:
+            if len(self._absent) >= _MAX_ABSENT:
+                self._absent.clear()  # a crude bound: names of absent objects come from requests
+            self._absent[key] = time.monotonic() + self._absent_ttl
+        return found
+
+    def _fetch(self, slot: _Slot, fetch: Callable[[], Any]) -> Lookup:
+        listed = slot.informer.last_error
+        if listed is not None and not listed.served:
+            return Lookup.miss(f"{slot.kind.resource.qualified}/{slot.kind.resource.version}: {listed.describe()}")
+        unreachable = self._unreachable
+        if unreachable is not None and time.monotonic() < unreachable[0]:
+            slot.count(error=True)
+            return Lookup.miss(unreachable[1])
+        try:
+            return Lookup.hit(fetch())
+        except ApiError as err:
+            if err.not_found:
+                return _NOT_FOUND
+            slot.count(error=True)
+            if err.status is None:
+                self._unreachable = (time.monotonic() + self._holdoff, err.describe())
+            return Lookup.miss(err.describe())
+
+
+def build_resolver(policy: Policy, *, kubeconfig: str | None = None, context: str | None = None,
+                   settings: InformerSettings = InformerSettings()) -> Resolver:
+    """`NoLookups()` when the policy enables no lookup (no cluster configuration is even read);
+    otherwise a started `ClusterResolver` with in-cluster config or kubeconfig/context as kubectl
+    finds them. Raises `kubeconfig.ClusterConfigError` when no cluster configuration can be found.
+    Create it in the process that serves (after a fork): its informer threads do not survive one."""
+    if not policy.lookups.any:
+        return NoLookups()
+    client = load_api_client(kubeconfig, context)
+    return ClusterResolver(policy.lookups, client, settings=settings, owns_client=True)

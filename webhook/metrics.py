@@ -1,0 +1,91 @@
+"""Prometheus metrics of one app: each app has its own registry (tests create many apps).
+
+Under gunicorn with several workers, prometheus-client's multiprocess mode keeps each worker's values
+in files under `Settings.metrics_dir`, and `/metrics` sums them, so whichever worker answers a
+scrape reports the whole pod."""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from webhook.objects.kinds import BY_KIND
+from webhook.policy.results import Evaluation
+from webhook.rules import Action
+
+# Fine at the bottom: a decision takes tens of microseconds, a whole request well under a millisecond.
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5)
+OTHER_KIND = "other"  # any kind outside the handled table: label values stay a bounded set
+
+
+class Metrics:
+    def __init__(self, *, multiprocess_dir: str | None = None):
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._multiprocess_dir = multiprocess_dir
+        r = self.registry
+        self.requests = Counter(
+            "gpu_admission_requests", "Admission requests answered, by endpoint, kind and result "
+            "(allowed, denied, invalid, error).", ("endpoint", "kind", "result"), registry=r)
+        self.latency = Histogram(
+            "gpu_admission_request_duration_seconds", "Time to answer an admission request, from the "
+            "body read to the response built.", ("endpoint", "kind"), buckets=LATENCY_BUCKETS, registry=r)
+        self.rule_results = Counter(
+            "gpu_admission_rule_results", "Rule findings, by rule id, action and outcome (denied, warned, "
+            "audited, patched, would-deny, would-patch).", ("rule", "action", "outcome"), registry=r)
+        self.rule_errors = Counter(
+            "gpu_admission_rule_errors", "Rules that raised while evaluating a request, by rule id and "
+            "what their onError decided.", ("rule", "decision"), registry=r)
+        self.policy_reloads = Counter(
+            "gpu_admission_policy_reloads", "Reloads of the policy file, by result (success, failure).",
+            ("result",), registry=r)
+        # min over workers: 0 as soon as one worker refused the file on disk.
+        self.policy_ok = Gauge(
+            "gpu_admission_policy_reload_ok", "1 when the policy in force is the file on disk; 0 when the "
+            "last reload was refused and the previous policy stays in force.", registry=r,
+            multiprocess_mode="livemin")
+        self.policy_loaded_at = Gauge(
+            "gpu_admission_policy_loaded_timestamp_seconds", "When the policy in force was loaded.",
+            registry=r, multiprocess_mode="livemax")
+        self._children: dict[tuple[str, str, str], tuple] = {}
+
+    def observe_request(self, endpoint: str, kind: str, result: str, seconds: float) -> None:
+        key = (endpoint, kind if kind in BY_KIND else OTHER_KIND, result)
+        children = self._children.get(key)
+        if children is None:  # .labels() costs microseconds; requests reuse a few label sets
+            children = (self.requests.labels(*key), self.latency.labels(*key[:2]))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def observe_evaluation(self, evaluation: Evaluation) -> None:
+        for v in evaluation.violations:
+            self.rule_results.labels(v.rule.value, v.action.value, outcome_label(v.rule.is_mutation, v.action,
+                                                                           evaluation.dry_run)).inc()
+        for e in evaluation.errors:
+            self.rule_errors.labels(e.rule.value, "deny" if e.denied else "allow").inc()
+
+    def policy_loaded(self, loaded_at: float) -> None:
+        self.policy_ok.set(1)
+        self.policy_loaded_at.set(loaded_at)
+
+    def policy_reloaded(self, ok: bool, loaded_at: float | None) -> None:
+        self.policy_reloads.labels("success" if ok else "failure").inc()
+        if ok and loaded_at is not None:
+            self.policy_loaded(loaded_at)
+        else:
+            self.policy_ok.set(0)
+
+    def exposition(self) -> bytes:
+        if self._multiprocess_dir is None:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=self._multiprocess_dir)
+        return generate_latest(registry)
+
+
+def outcome_label(is_mutation: bool, action: Action, dry_run: bool) -> str:
+    """What a finding did to the request, in the words of the metric's `outcome` label."""
+    if is_mutation:
+        return "patched" if action in (Action.ENFORCE, Action.WARN) and not dry_run else "would-patch"
+    if action is Action.ENFORCE:
+        return "would-deny" if dry_run else "denied"
+    return "warned" if action is Action.WARN else "audited"

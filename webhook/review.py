@@ -1,0 +1,246 @@
+"""AdmissionReview `admission.k8s.io/v1` in and out, shaped to pass every check the kube-apiserver
+makes on a webhook's answer (DESIGN.md section 8). Pure functions: no Flask, no I/O."""
+from __future__ import annotations
+
+import base64
+import json
+import re
+from typing import Any, Iterable, Mapping
+
+from webhook.handlers.outcome import Outcome
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+# The apiserver keeps warnings while their `Warning: 299 - "<text>"` headers add up to 4096 bytes,
+# and drops any warning with a control character or invalid UTF-8.
+WARNINGS_BUDGET = 4096
+WARNING_MAX_BYTES = 1024  # "one line each, short": a longer warning is cut
+DENIAL_MAX_BYTES = 12 * 1024  # kubectl prints the whole message; beyond this it is a wall of text
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]+")  # Go's unicode.IsControl: C0, DEL and C1
+_NOT_IN_KEY = re.compile(r"[^-A-Za-z0-9_.]+")
+ANNOTATION_KEY_MAX = 63
+
+
+class BadReview(ValueError):
+    """The body is not an AdmissionReview this webhook can answer; `status` is the HTTP status."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+# --- in ----------------------------------------------------------------------------------------
+
+
+def parse(body: bytes) -> dict:
+    """The `request` of an AdmissionReview, its shape checked (so handlers may trust the types).
+
+    Raises BadReview naming the first field that is wrong."""
+    if not body:
+        raise BadReview("empty body: POST an AdmissionReview (admission.k8s.io/v1) as JSON")
+    try:
+        review = _DECODER.decode(body.decode("utf-8"))  # JSON between systems is UTF-8 (RFC 8259)
+    except UnicodeDecodeError:
+        raise BadReview("body is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise BadReview(f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:
+        raise BadReview(f"body is not valid JSON: {exc if isinstance(exc, ValueError) else 'nested too deeply'}") from None
+    if type(review) is not dict:
+        raise BadReview(f"body must be a JSON object (an AdmissionReview), not {_type(review)}")
+    if review.get("apiVersion") != API_VERSION or review.get("kind") != KIND:
+        raise BadReview(f"body must be an AdmissionReview of {API_VERSION}; got apiVersion "
+                        f"{_show(review.get('apiVersion'))} and kind {_show(review.get('kind'))}")
+    request = review.get("request")
+    if type(request) is not dict:
+        raise BadReview(f"request: must be an object, not {_type(request)}"
+                        if "request" in review else "request: missing; an AdmissionReview to answer carries one")
+    _check_request(request)
+    return request
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)  # NaN and Infinity are not JSON
+COMPACT = json.JSONEncoder(separators=(",", ":"))  # one instance: json.dumps(separators=) builds one per call
+_OPTIONAL = (("namespace", str), ("name", str), ("subResource", str), ("requestSubResource", str),
+             ("object", dict), ("oldObject", dict), ("options", dict), ("requestKind", dict),
+             ("requestResource", dict), ("dryRun", bool), ("userInfo", dict))
+_USER_STRINGS = (("username", str), ("uid", str))
+
+
+def _check_request(r: dict) -> None:
+    uid = r.get("uid")
+    if type(uid) is not str or not uid:
+        raise BadReview("request.uid: must be a non-empty string" if "uid" in r else "request.uid: missing")
+    _gvk(r, "kind", ("version", "kind"))
+    _gvk(r, "resource", ("version", "resource"))
+    op = r.get("operation")
+    if op not in OPERATIONS:
+        raise BadReview(f"request.operation: must be one of {', '.join(OPERATIONS)}, not {_show(op)}")
+    _optional(r, _OPTIONAL, "request.")
+    user = r.setdefault("userInfo", {})
+    _optional(user, _USER_STRINGS, "request.userInfo.")
+    groups = user.get("groups")
+    if groups is not None and (type(groups) is not list or any(type(g) is not str for g in groups)):
+        raise BadReview("request.userInfo.groups: must be a list of strings")
+    extra = user.get("extra")
+    if extra is not None and (type(extra) is not dict or any(
+            type(v) is not list or any(type(s) is not str for s in v) for v in extra.values())):
+        raise BadReview("request.userInfo.extra: must map names to lists of strings")
+    r["dryRun"] = r.get("dryRun") is True
+    r.setdefault("object", None)
+    r.setdefault("oldObject", None)
+    if op in ("CREATE", "UPDATE") and r["object"] is None:
+        raise BadReview(f"request.object: required for {op}")
+    if op == "UPDATE" and r["oldObject"] is None:
+        raise BadReview("request.oldObject: required for UPDATE")
+
+
+def _gvk(r: dict, field: str, required: tuple[str, ...]) -> None:
+    value = r.get(field)
+    if type(value) is not dict:
+        raise BadReview(f"request.{field}: must be an object, not {_type(value)}" if field in r
+                        else f"request.{field}: missing")
+    if value.setdefault("group", "") is None:  # Go decodes null as ""
+        value["group"] = ""
+    for key in ("group", *required):
+        v = value.get(key)
+        if type(v) is not str or (key != "group" and not v):
+            raise BadReview(f"request.{field}.{key}: must be a {'' if key == 'group' else 'non-empty '}string, "
+                            f"not {_type(v)}")
+
+
+def _optional(r: dict, fields: tuple[tuple[str, type], ...], where: str) -> None:
+    for name, kind in fields:
+        value = r.get(name)
+        if value is None:
+            if name in r:
+                del r[name]  # Go decodes null as the zero value: treat it as absent
+        elif type(value) is not kind:
+            raise BadReview(f"{where}{name}: must be {_type_name(kind)}, not {_type(value)}")
+
+
+def _type(value: Any) -> str:
+    return {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _type_name(kind: type) -> str:
+    return {str: "a string", dict: "an object", bool: "a boolean"}[kind]
+
+
+def _show(value: Any) -> str:
+    return repr(value[:60]) if isinstance(value, str) else _type(value)
+
+
+# --- out ---------------------------------------------------------------------------------------
+
+
+def response(uid: str, outcome: Outcome, *, mutating: bool, code: int = 403) -> dict:
+    """The AdmissionReview answering `uid`. Only the mutating endpoint ever carries a patch, and
+    only with `patchType: JSONPatch` (the apiserver refuses either without the other)."""
+    answer: dict[str, Any] = {"uid": uid, "allowed": bool(outcome.allowed)}
+    if not outcome.allowed:
+        answer["status"] = {
+            "code": code,
+            "reason": "Forbidden" if code == 403 else "InternalError",
+            "message": denial_message(outcome.message),
+        }
+    warnings = sanitize_warnings(outcome.warnings)
+    if warnings:
+        answer["warnings"] = warnings
+    annotations = audit_annotations(outcome.audit_annotations)
+    if annotations:
+        answer["auditAnnotations"] = annotations
+    if mutating and outcome.allowed and outcome.patch:
+        answer["patch"] = base64.b64encode(COMPACT.encode(list(outcome.patch)).encode()).decode()
+        answer["patchType"] = "JSONPatch"
+    return {"apiVersion": API_VERSION, "kind": KIND, "response": answer}
+
+
+def one_line(text: Any) -> str:
+    """Printable, valid UTF-8, on one line: what the apiserver passes on."""
+    text = str(text).encode("utf-8", "replace").decode("utf-8")  # lone surrogates are not UTF-8
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
+def _cut(text: str, limit: int) -> str:
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    return raw[: limit - 3].decode("utf-8", "ignore").rstrip() + "..."
+
+
+def _header_bytes(text: str) -> int:
+    # `299 - "<text>"` with `"` and `\` escaped: what the apiserver counts against its budget.
+    return len(text.encode()) + 8 + text.count('"') + text.count("\\")
+
+
+def sanitize_warnings(warnings: Iterable[str], budget: int = WARNINGS_BUDGET) -> list[str]:
+    """One line each, deduplicated, within the apiserver's budget. When they do not all fit, the
+    last one says how many were left out, so nothing is dropped silently."""
+    lines = list(dict.fromkeys(line for w in warnings if (line := _cut(one_line(w), WARNING_MAX_BYTES))))
+    if sum(map(_header_bytes, lines)) <= budget:
+        return lines
+    kept: list[str] = []
+    used = _header_bytes(_more_note(len(lines)))  # room for the note, at its longest
+    for line in lines:
+        if used + _header_bytes(line) > budget:
+            break
+        kept.append(line)
+        used += _header_bytes(line)
+    return kept + [_more_note(len(lines) - len(kept))]
+
+
+def _more_note(count: int) -> str:
+    return (f"gpu-admission: {count} more warning{'s' if count != 1 else ''} not shown (the apiserver keeps "
+            "4 KiB of warnings); run `gpu-admission check` on the manifest to see them all")
+
+
+def denial_message(message: str) -> str:
+    lines = [one_line(line) for line in str(message).splitlines()]
+    lines = [line for line in lines if line] or ["denied by the gpu-admission policy"]
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line.encode()) + 1 > DENIAL_MAX_BYTES and kept:
+            rest = len(lines) - len(kept)
+            kept.append(f"... and {rest} more; run `gpu-admission check` on the manifest to see them all")
+            break
+        kept.append(_cut(line, DENIAL_MAX_BYTES))
+        used += len(kept[-1].encode()) + 1
+    return "\n".join(kept)
+
+
+def annotation_key(key: str) -> str:
+    """A qualified name (`[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`, at most 63 characters, no `/`):
+    the apiserver prefixes the webhook's name and refuses any other key. "" when nothing is left."""
+    return _NOT_IN_KEY.sub("-", str(key))[:ANNOTATION_KEY_MAX].strip("-_.")
+
+
+def audit_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in annotations.items():
+        name = annotation_key(key)
+        if not name:
+            continue
+        n = 2
+        base = name
+        while name in out:  # two keys that sanitise alike keep both values
+            suffix = f"-{n}"
+            name = base[: ANNOTATION_KEY_MAX - len(suffix)].rstrip("-_.") + suffix
+            n += 1
+        out[name] = str(value).encode("utf-8", "replace").decode("utf-8")
+    return out
+
+
+def status_body(code: int, reason: str, message: str) -> dict:
+    """A Kubernetes `Status`: what a request that is not an answerable AdmissionReview gets."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": one_line(message), "reason": reason, "code": code}

@@ -1,0 +1,1 @@
+"""Running the webhook as deployed: gunicorn over TLS, certificates, reloads, JSON logs."""

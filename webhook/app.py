@@ -1,17 +1,22 @@
 """The Flask app factory: one app serves /validate, /mutate, /healthz, /readyz and /metrics."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from flask import Flask
 
 from webhook import routes
-from webhook.lookups.base import NoLookups, Resolver
+from webhook.lookups.base import Resolver
+from webhook.lookups.cluster import build_resolver
+from webhook.lookups.kubeconfig import ClusterConfigError
 from webhook.metrics import Metrics
+from webhook.server.logs import LOGGER
 from webhook.server.reload import PolicyStore
 from webhook.settings import Settings
 
 EXTENSION = "gpu-admission"
+log = logging.getLogger(f"{LOGGER}.lookups")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,17 +30,43 @@ class Runtime:
 
 
 def create_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask:
-    """Raises ConfigError when the policy file does not load: a server never starts half-configured."""
+    """Raises ConfigError when the policy file does not load, ClusterConfigError when its lookups are on
+    and no cluster can be found: a server never starts half-configured.
+
+    Without `resolver` the app builds the cluster resolver its policy's lookups ask for (none when all
+    are off), in this process: informer threads do not survive gunicorn's fork."""
     metrics = Metrics(multiprocess_dir=str(settings.metrics_dir) if settings.metrics_dir else None)
-    store = PolicyStore(settings.policy_path, on_reload=metrics.policy_reloaded)
+    admission: routes.Admission | None = None
+
+    def reloaded(ok: bool, loaded_at: float | None) -> None:
+        metrics.policy_reloaded(ok, loaded_at)
+        if ok and owned and admission is not None and store.policy.lookups != admission.lookups:
+            _switch_lookups(admission, store.policy)
+
+    store = PolicyStore(settings.policy_path, on_reload=reloaded)
     metrics.policy_loaded(store.status.loaded_at)
-    admission = routes.Admission(store=store, resolver=resolver or NoLookups(), metrics=metrics,
+    owned = resolver is None
+    admission = routes.Admission(store=store, resolver=resolver or build_resolver(store.policy), metrics=metrics,
                                  failure_mode=settings.failure_mode)
     app = Flask(__name__)
     runtime = Runtime(settings, store, metrics, admission)
     app.extensions[EXTENSION] = runtime
     routes.register(app, runtime)
     return app
+
+
+def _switch_lookups(admission: routes.Admission, policy) -> None:
+    """A reloaded policy turned lookups on, off or changed them: serve from a new resolver, close the old."""
+    try:
+        new = build_resolver(policy)
+    except ClusterConfigError as exc:  # keep the lookups in force rather than lose them
+        log.error("lookups of the reloaded policy cannot start; keeping the previous ones",
+                  extra={"fields": {"event": "lookups-unchanged", "error": str(exc)}})
+        return
+    old, admission.resolver, admission.lookups = admission.resolver, new, policy.lookups
+    close = getattr(old, "close", None)
+    if close is not None:
+        close()
 
 
 def runtime(app: Flask) -> Runtime:

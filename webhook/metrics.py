@@ -57,7 +57,8 @@ class Metrics:
         children[1].observe(seconds)
 
     def observe_evaluation(self, evaluation: Evaluation) -> None:
-        for v in evaluation.violations:
+        # validation findings from `violations`; mutations from `mutations`, which also holds those applied silently
+        for v in (*(v for v in evaluation.violations if not v.rule.is_mutation), *evaluation.mutations):
             self.rule_results.labels(v.rule.value, v.action.value, outcome_label(v.rule.is_mutation, v.action,
                                                                            evaluation.dry_run)).inc()
         for e in evaluation.errors:

@@ -41,7 +41,8 @@ class Admission:
 
     def __init__(self, *, store: PolicyStore, resolver: Resolver, metrics: Metrics, failure_mode: str):
         self.store = store
-        self.resolver = resolver
+        self.resolver = resolver  # replaced as a whole when a reloaded policy changes its lookups
+        self.lookups = store.policy.lookups  # the lookups `resolver` serves
         self.metrics = metrics
         self.failure_mode = failure_mode
 

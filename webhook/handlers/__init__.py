@@ -34,8 +34,9 @@ def validate(request: dict, *, policy: Policy, resolver: Resolver) -> Outcome:
     if ev.skipped:
         return Outcome(True, evaluation=ev, reason=ev.skipped)
     denials = [v.message for v in ev.denials]
-    denials += [f"rule {e.rule.value} failed internally and its onError is deny; the request was refused: {e.error}"
-                for e in ev.errors if e.denied and not ev.dry_run]
+    # The exception's text could quote the object: only its type goes to the user (the log has the rule).
+    denials += [f"gpu-admission: rule {e.rule.value} failed internally ({e.error.split(':', 1)[0]}) and its onError is "
+                "deny, so the request was refused; see the gpu-admission log" for e in ev.errors if e.denied and not ev.dry_run]
     return Outcome(
         allowed=not denials,
         message="\n".join(denials),

@@ -148,6 +148,7 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run
     lifted = _lifted(policy, namespace, name, view.spec, context.user)
     errors: list[RuleError] = []
     reported: list[Violation] = []
+    mutations: list[Violation] = []
     mutated = None
     patch: tuple = ()
     if mutate and view.kind.mutated and operation == "CREATE":
@@ -164,10 +165,12 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run
             except Exception as exc:
                 errors.append(RuleError(rule, f"{type(exc).__name__}: {exc}", False))
                 continue
+            verb = "sets" if apply else "would set"
+            made = [Violation(rule, action, path, mutation_message(policy, rule, view.subject, verb, what, path))
+                    for path, what in records]
+            mutations.extend(made)
             if not apply or action is Action.WARN:
-                verb = "sets" if apply else "would set"
-                reported.extend(Violation(rule, action, path, mutation_message(policy, rule, view.subject, verb, what, path))
-                                for path, what in records)
+                reported.extend(made)
         if work.changed and not dry_run:
             mutated = work.root
             patch = tuple(make_patch(obj, mutated))
@@ -177,7 +180,7 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run
     findings = _run_checks(POD_CHECKS, facts, context, policy, actions, lifted, errors) if validate else []
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
     return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted) + reported),
-                      patch, mutated if patch else None, dry_run, cohort, tuple(errors))
+                      patch, mutated if patch else None, dry_run, cohort, tuple(errors), mutations=tuple(mutations))
 
 
 def claim_cohort(policy: Policy, namespace: str) -> Cohort | None:

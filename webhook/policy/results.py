@@ -54,6 +54,9 @@ class Evaluation:
     cohort: str | None = None
     errors: tuple[RuleError, ...] = ()
     skipped: str | None = None  # why the object was not evaluated at all (exempt namespace, kind, ...)
+    # Every mutation this decision made (or, in dry-run or at audit, would have made); `violations` also
+    # lists those that are announced (warn, audit, dry-run), for warnings and `check` output.
+    mutations: tuple[Violation, ...] = ()
 
     @property
     def allowed(self) -> bool:

@@ -18,6 +18,7 @@ from gunicorn.app.base import BaseApplication
 
 from webhook.config import ConfigError
 from webhook.lookups.base import Resolver
+from webhook.lookups.kubeconfig import ClusterConfigError
 from webhook.server import tls
 from webhook.server.logs import LOGGER, logging_config
 from webhook.server.reload import Watcher
@@ -114,6 +115,10 @@ def build_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask:
     except ConfigError as exc:
         log.critical("policy does not load; not serving", extra={"fields": {
             "event": "policy-invalid", "path": exc.source, "errors": exc.errors}})
+        raise
+    except ClusterConfigError as exc:
+        log.critical("the policy's lookups are on but no cluster configuration was found; not serving",
+                     extra={"fields": {"event": "lookups-unavailable", "error": str(exc)}})
         raise
     if settings.tls:  # load the pair now: a worker that cannot serve TLS must not boot
         try:

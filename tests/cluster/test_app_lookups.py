@@ -1,0 +1,66 @@
+"""The served app builds the cluster resolver its policy's lookups ask for, and follows policy reloads
+that turn lookups on or off: what the deployed webhook does with the chart's policy ConfigMap."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from webhook.app import create_app, runtime
+from webhook.config.load import DEFAULT_PATH
+from webhook.lookups.base import NoLookups
+from webhook.lookups.cluster import ClusterResolver
+from webhook.lookups.kubeconfig import ClusterConfigError
+from webhook.settings import Settings
+
+from .conftest import eventually, seed_text
+from .test_webhook_lookups import BOTH, review
+
+LOOKUPS_ON = "lookups: {resourceClaims: true, deviceClasses: true, timeoutSeconds: 0.5}\n"
+
+
+def _policy(path, lookups: str = "") -> None:
+    path.write_text(DEFAULT_PATH.read_text() + lookups)
+
+
+def _denied_for(client) -> set[str]:
+    body = client.post("/validate?timeout=10s", json={"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                                      "request": review(BOTH)}).get_json()
+    return {line.rsplit("[", 1)[1].split("]")[0] for line in body["response"].get("status", {}).get("message", "").splitlines()
+            if "[" in line}
+
+
+def test_app_follows_the_policy_s_lookups_across_reloads(tmp_path, monkeypatch, kubeconfig, fake_api):
+    fake_api.load(seed_text("dra-manifests.yaml"))  # the template lives only in the cluster
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    path = tmp_path / "policy.yaml"
+    _policy(path)
+    app = create_app(Settings(policy_path=path))
+    admission = runtime(app).admission
+    client = app.test_client()
+    assert isinstance(admission.resolver, NoLookups)
+    assert _denied_for(client) == set()  # the claim cannot be resolved: a warning, not a guess
+
+    _policy(path, LOOKUPS_ON)  # a ConfigMap update turns claim lookups on
+    assert runtime(app).store.refresh()
+    assert isinstance(admission.resolver, ClusterResolver)
+    eventually(lambda: admission.resolver.resource_claim_template("ai-workloads", "single-large-gpu").found)
+    assert _denied_for(client) == {"double-mechanism"}
+
+    informers = [t for t in threading.enumerate() if t.name.startswith("informer-")]
+    assert {t.name for t in informers} == {"informer-resourceclaims", "informer-resourceclaimtemplates",
+                                           "informer-deviceclasses"}
+    _policy(path)  # and off again: the informers stop
+    assert runtime(app).store.refresh()
+    assert isinstance(admission.resolver, NoLookups)
+    assert not any(t.is_alive() for t in informers)
+
+
+def test_lookups_on_without_a_cluster_refuse_to_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    path = tmp_path / "policy.yaml"
+    _policy(path, LOOKUPS_ON)
+    with pytest.raises(ClusterConfigError):
+        create_app(Settings(policy_path=path))

@@ -58,9 +58,12 @@ class Metrics:
 
     def observe_evaluation(self, evaluation: Evaluation) -> None:
         # validation findings from `violations`; mutations from `mutations`, which also holds those applied silently
-        for v in (*(v for v in evaluation.violations if not v.rule.is_mutation), *evaluation.mutations):
-            self.rule_results.labels(v.rule.value, v.action.value, outcome_label(v.rule.is_mutation, v.action,
-                                                                           evaluation.dry_run)).inc()
+        for v in evaluation.violations:
+            if not v.rule.is_mutation:
+                self.rule_results.labels(v.rule.value, v.action.value,
+                                         outcome_label(False, v.action, evaluation.dry_run)).inc()
+        for m in evaluation.mutations:
+            self.rule_results.labels(m.rule.value, m.action.value, "patched" if m.applied else "would-patch").inc()
         for e in evaluation.errors:
             self.rule_errors.labels(e.rule.value, "deny" if e.denied else "allow").inc()
 

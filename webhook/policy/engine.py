@@ -32,7 +32,7 @@ from webhook.policy.gpu import analyse
 from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
 from webhook.policy.messages import message, mutation_message
 from webhook.policy.patch import make_patch
-from webhook.policy.results import Evaluation, Finding, RuleError, Violation
+from webhook.policy.results import Evaluation, Finding, Mutation, RuleError, Violation
 from webhook.rules import Action, Rule
 
 POD_CHECKS = (
@@ -148,7 +148,7 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run
     lifted = _lifted(policy, namespace, name, view.spec, context.user)
     errors: list[RuleError] = []
     reported: list[Violation] = []
-    mutations: list[Violation] = []
+    mutations: list[Mutation] = []
     mutated = None
     patch: tuple = ()
     if mutate and view.kind.mutated and operation == "CREATE":
@@ -165,12 +165,12 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run
             except Exception as exc:
                 errors.append(RuleError(rule, f"{type(exc).__name__}: {exc}", False))
                 continue
-            verb = "sets" if apply else "would set"
-            made = [Violation(rule, action, path, mutation_message(policy, rule, view.subject, verb, what, path))
-                    for path, what in records]
-            mutations.extend(made)
+            if records:
+                mutations.append(Mutation(rule, action, tuple(path for path, _ in records), apply))
             if not apply or action is Action.WARN:
-                reported.extend(made)
+                verb = "sets" if apply else "would set"
+                reported.extend(Violation(rule, action, path, mutation_message(policy, rule, view.subject, verb, what, path))
+                                for path, what in records)
         if work.changed and not dry_run:
             mutated = work.root
             patch = tuple(make_patch(obj, mutated))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1") if ("~" in key or "/" in key) else key
+    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _same(a, b) -> bool:

@@ -32,6 +32,16 @@ class Violation:
 
 
 @dataclass(frozen=True, slots=True)
+class Mutation:
+    """A mutation rule's edits in one decision (`applied`), or in dry-run or at audit what it would edit."""
+
+    rule: Rule
+    action: Action
+    paths: tuple[str, ...]
+    applied: bool
+
+
+@dataclass(frozen=True, slots=True)
 class RuleError:
     """A rule raised: the engine carries on with the others; `action` is what its onError decided."""
 
@@ -55,8 +65,8 @@ class Evaluation:
     errors: tuple[RuleError, ...] = ()
     skipped: str | None = None  # why the object was not evaluated at all (exempt namespace, kind, ...)
     # Every mutation this decision made (or, in dry-run or at audit, would have made); `violations` also
-    # lists those that are announced (warn, audit, dry-run), for warnings and `check` output.
-    mutations: tuple[Violation, ...] = ()
+    # lists, with a message, those that are announced (warn, audit, dry-run), for warnings and `check`.
+    mutations: tuple[Mutation, ...] = ()
 
     @property
     def allowed(self) -> bool:

@@ -9,7 +9,8 @@ _ESCALATING_CAPS = {"SYS_ADMIN", "CAP_SYS_ADMIN"}
 def _container_defaults(sc: dict, security) -> dict:
     out = {}
     caps = as_dict(sc.get("capabilities"))
-    escalating = sc.get("privileged") is True or bool(_ESCALATING_CAPS & set(a for a in as_list(caps.get("add")) if type(a) is str))
+    added = as_list(caps.get("add"))
+    escalating = sc.get("privileged") is True or any(a in _ESCALATING_CAPS for a in added if type(a) is str)
     if security.allow_privilege_escalation is not None and "allowPrivilegeEscalation" not in sc and not escalating:
         out["allowPrivilegeEscalation"] = security.allow_privilege_escalation
     if security.read_only_root_filesystem is not None and "readOnlyRootFilesystem" not in sc:
@@ -28,8 +29,11 @@ def mutate(draft, facts, policy):
     security = policy.security
     records = []
     pod_sc = as_dict(spec.get("securityContext"))
-    root_somewhere = integer(pod_sc.get("runAsUser")) == 0 or any(
-        integer(as_dict(c.raw.get("securityContext")).get("runAsUser")) == 0 for c in facts.view.containers)
+    root_somewhere = integer(pod_sc.get("runAsUser")) == 0
+    for c in facts.view.containers:
+        sc = c.raw.get("securityContext")
+        if type(sc) is dict and integer(sc.get("runAsUser")) == 0:
+            root_somewhere = True
     pod_add = {}
     if security.run_as_non_root is not None and "runAsNonRoot" not in pod_sc and not root_somewhere:
         pod_add["runAsNonRoot"] = security.run_as_non_root

@@ -3,9 +3,10 @@ makes on a webhook's answer (DESIGN.md section 8). Pure functions: no Flask, no 
 from __future__ import annotations
 
 import base64
-import json
 import re
 from typing import Any, Iterable, Mapping
+
+import orjson
 
 from webhook.handlers.outcome import Outcome
 
@@ -42,13 +43,15 @@ def parse(body: bytes) -> dict:
     if not body:
         raise BadReview("empty body: POST an AdmissionReview (admission.k8s.io/v1) as JSON")
     try:
-        review = _DECODER.decode(body.decode("utf-8"))  # JSON between systems is UTF-8 (RFC 8259)
-    except UnicodeDecodeError:
-        raise BadReview("body is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
+        # orjson: strict RFC 8259 (UTF-8 only, no NaN/Infinity, bounded depth) and several times faster
+        # than json on an apiserver-sized Pod, which matters on every admission request.
+        review = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        if "UTF-8" in exc.msg:
+            raise BadReview("body is not UTF-8 text") from None
+        if "depth limit" in exc.msg:
+            raise BadReview("body is not valid JSON: nested too deeply") from None
         raise BadReview(f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except (ValueError, RecursionError) as exc:
-        raise BadReview(f"body is not valid JSON: {exc if isinstance(exc, ValueError) else 'nested too deeply'}") from None
     if type(review) is not dict:
         raise BadReview(f"body must be a JSON object (an AdmissionReview), not {_type(review)}")
     if review.get("apiVersion") != API_VERSION or review.get("kind") != KIND:
@@ -62,12 +65,11 @@ def parse(body: bytes) -> dict:
     return request
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a JSON value")
+def dumps(payload) -> bytes:
+    """Compact JSON, UTF-8."""
+    return orjson.dumps(payload)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)  # NaN and Infinity are not JSON
-COMPACT = json.JSONEncoder(separators=(",", ":"))  # one instance: json.dumps(separators=) builds one per call
 _OPTIONAL = (("namespace", str), ("name", str), ("subResource", str), ("requestSubResource", str),
              ("object", dict), ("oldObject", dict), ("options", dict), ("requestKind", dict),
              ("requestResource", dict), ("dryRun", bool), ("userInfo", dict))
@@ -159,7 +161,7 @@ def response(uid: str, outcome: Outcome, *, mutating: bool, code: int = 403) -> 
     if annotations:
         answer["auditAnnotations"] = annotations
     if mutating and outcome.allowed and outcome.patch:
-        answer["patch"] = base64.b64encode(COMPACT.encode(list(outcome.patch)).encode()).decode()
+        answer["patch"] = base64.b64encode(dumps(list(outcome.patch))).decode()
         answer["patchType"] = "JSONPatch"
     return {"apiVersion": API_VERSION, "kind": KIND, "response": answer}
 

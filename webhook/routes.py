@@ -245,7 +245,7 @@ def _status_response(code: int, reason: str, message: str) -> Response:
 
 
 def _dumps(payload: dict) -> bytes:
-    return review.COMPACT.encode(payload).encode()
+    return review.dumps(payload)
 
 
 def _identity(request: dict) -> dict:

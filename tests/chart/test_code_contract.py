@@ -282,11 +282,13 @@ def test_the_server_serves_the_chart_s_paths_with_the_chart_s_policy(rendered, v
     """The app as deployed, given the rendered ConfigMap's policy.yaml: every path the chart sends the
     apiserver, the kubelet's probes and Prometheus to answers (the apiserver appends ?timeout=)."""
     from webhook.app import create_app  # noqa: PLC0415 (the server, imported only here)
+    from webhook.lookups.base import NoLookups  # noqa: PLC0415
     from webhook.settings import Settings  # noqa: PLC0415
 
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(rendered.policy_text())
-    client = create_app(Settings(policy_path=policy_file)).test_client()
+    # No cluster here: the lookups' resolver is given (the app would otherwise connect to one).
+    client = create_app(Settings(policy_path=policy_file), resolver=NoLookups()).test_client()
     container = _container(rendered)
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         response = client.get(container[probe]["httpGet"]["path"])

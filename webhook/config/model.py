@@ -187,6 +187,20 @@ class Policy:
     exclusive_label: str = "workload.example.com/gpu-exclusive"
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)
+    # derived once (read on every admission request): see __post_init__
+    cohort_label_keys: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    discriminating_labels: Mapping[str, Mapping[str, Cohort]] = field(init=False, repr=False, compare=False,
+                                                                       default_factory=lambda: EMPTY)
+
+    def __post_init__(self):
+        by_key: dict[str, dict[str, Cohort]] = {}
+        for c in self.cohorts:
+            for k, v in c.node_labels.items():
+                by_key.setdefault(k, {})[v] = c
+        # label key -> {value: cohort}, for the keys whose values tell cohorts apart
+        telling = {k: MappingProxyType(vals) for k, vals in by_key.items() if len(vals) > 1 or len(self.cohorts) == 1}
+        object.__setattr__(self, "cohort_label_keys", frozenset(by_key))
+        object.__setattr__(self, "discriminating_labels", MappingProxyType(telling))
 
     def cohort(self, name: str) -> Cohort | None:
         for c in self.cohorts:

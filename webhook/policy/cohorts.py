@@ -28,15 +28,6 @@ class CohortChoice(NamedTuple):
 NONE = CohortChoice()
 
 
-def _discriminating(policy: Policy) -> dict[str, dict[str, Cohort]]:
-    """label key -> {value: cohort} for keys whose values tell cohorts apart."""
-    out: dict[str, dict[str, Cohort]] = {}
-    for c in policy.cohorts:
-        for k, v in c.node_labels.items():
-            out.setdefault(k, {})[v] = c
-    return {k: vals for k, vals in out.items() if len(vals) > 1 or len(policy.cohorts) == 1}
-
-
 def _expression_allows(expr: dict, labels) -> bool:
     key = as_str(expr.get("key"))
     op = expr.get("operator")
@@ -59,8 +50,8 @@ def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
         "requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms"))
     if not selector and not terms:
         return NONE
-    keys = _discriminating(policy)
-    cohort_keys = {k for c in policy.cohorts for k in c.node_labels}
+    keys = policy.discriminating_labels
+    cohort_keys = policy.cohort_label_keys
     named: dict[str, Cohort] = {}
     candidates = {c.name: c for c in policy.cohorts}
     path = f"{view.prefix}.nodeSelector"

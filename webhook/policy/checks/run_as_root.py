@@ -26,14 +26,16 @@ def check(facts, context, policy):
     view = facts.view
     security = policy.security
     out = []
-    pod = "the pod" if view.is_pod else "the pod template"
-    targets = [(pod, f"{view.prefix}.securityContext", as_dict(view.spec.get("securityContext")), False)]
-    targets += [(c.label, f"{c.path}.securityContext", as_dict(c.raw.get("securityContext")), True)
-                for c in view.containers]
-    for who, base, sc, container in targets:
-        if not sc:
+    targets = [(None, view.spec)] + [(c, c.raw) for c in view.containers]
+    for container, holder in targets:
+        sc = holder.get("securityContext")
+        if type(sc) is not dict or not sc:
             continue
-        for path, what, fix in _contradictions(sc, base, security, container):
+        if container is None:
+            who, base = ("the pod" if view.is_pod else "the pod template"), f"{view.prefix}.securityContext"
+        else:
+            who, base = container.label, f"{container.path}.securityContext"
+        for path, what, fix in _contradictions(sc, base, security, container is not None):
             out.append(Finding(RULE, path, message(
                 policy, RULE, view.subject, f"{who} sets {what} ({path})",
                 f'workloads on GPU cohort "{cohort.name}" run as non-root (UID {security.run_as_user}) without '

@@ -15,7 +15,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
 import yaml
 
 from webhook import settings

@@ -5,8 +5,7 @@ import json
 import sys
 
 from webhook.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, evaluate_inputs, handled, \
-    load_policy_or_exit
-from webhook.cli.inputs import read_inputs
+    policy_and_inputs
 from webhook.cli.report import result_dict, summary, text_block
 
 
@@ -23,12 +22,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    policy = load_policy_or_exit(args)
-    if policy is None:
+    loaded = policy_and_inputs(args)
+    if loaded is None:
         return EXIT_ERROR
-    inputs = read_inputs(args.paths)
-    for error in inputs.errors:
-        print(f"gpu-admission: {error}", file=sys.stderr)
+    policy, inputs = loaded
     results = list(evaluate_inputs(inputs, policy, args.namespace))
     others = [d for d in inputs.documents if not handled(d)]
     if args.output == "json":

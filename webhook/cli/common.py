@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from webhook.cli.inputs import Inputs
+from webhook.cli.inputs import Inputs, read_inputs
 from webhook.config import ConfigError, Policy, load_policy
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.bundle import BundleResolver
@@ -26,6 +26,17 @@ def load_policy_or_exit(args) -> Policy | None:
         for error in exc.errors:
             print(f"gpu-admission: {exc.source}: {error}", file=sys.stderr)
         return None
+
+
+def policy_and_inputs(args) -> tuple[Policy, Inputs] | None:
+    """A command's policy and documents, with each input error printed; None when the policy does not load."""
+    policy = load_policy_or_exit(args)
+    if policy is None:
+        return None
+    inputs = read_inputs(args.paths)
+    for error in inputs.errors:
+        print(f"gpu-admission: {error}", file=sys.stderr)
+    return policy, inputs
 
 
 def handled(doc) -> bool:

@@ -7,8 +7,7 @@ import sys
 import jsonpatch
 import yaml
 
-from webhook.cli.common import EXIT_ERROR, EXIT_OK, add_policy_options, evaluate_inputs, load_policy_or_exit
-from webhook.cli.inputs import read_inputs
+from webhook.cli.common import EXIT_ERROR, EXIT_OK, add_policy_options, evaluate_inputs, policy_and_inputs
 
 
 def register(sub) -> None:
@@ -23,12 +22,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    policy = load_policy_or_exit(args)
-    if policy is None:
+    loaded = policy_and_inputs(args)
+    if loaded is None:
         return EXIT_ERROR
-    inputs = read_inputs(args.paths)
-    for error in inputs.errors:
-        print(f"gpu-admission: {error}", file=sys.stderr)
+    policy, inputs = loaded
     patched = {}
     for doc, ev in evaluate_inputs(inputs, policy, args.namespace):
         if ev.patch:

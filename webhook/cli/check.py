@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from webhook.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, evaluate_inputs, handled, \
+from webhook.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_input_options, evaluate_inputs, handled, \
     policy_and_inputs
 from webhook.cli.report import result_dict, summary, text_block
 
@@ -15,9 +15,8 @@ def register(sub) -> None:
                        "List kinds, Helm output) as the webhooks would on CREATE. Claims, templates and DeviceClasses "
                        "resolve from every document given. Exit 0: nothing would be denied; 1: something would; "
                        "2: usage, policy or input errors.")
-    p.add_argument("paths", nargs="+", metavar="FILE|DIR|-")
     p.add_argument("--output", "-o", choices=("text", "json"), default="text")
-    add_policy_options(p)
+    add_input_options(p)
     p.set_defaults(func=run)
 
 

@@ -13,7 +13,9 @@ from webhook.objects.kinds import BY_KIND, is_legacy_dra
 EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
 
 
-def add_policy_options(parser: argparse.ArgumentParser) -> None:
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    """The manifests to read and the policy to read them with (what `policy_and_inputs` returns)."""
+    parser.add_argument("paths", nargs="+", metavar="FILE|DIR|-")
     parser.add_argument("--config", metavar="FILE", help="policy YAML (default: the shipped default policy)")
     parser.add_argument("--namespace", "-n", default="default", metavar="NS",
                         help="namespace of documents that name none, as kubectl apply would place them (default: default)")

@@ -7,7 +7,7 @@ import sys
 import jsonpatch
 import yaml
 
-from webhook.cli.common import EXIT_ERROR, EXIT_OK, add_policy_options, evaluate_inputs, policy_and_inputs
+from webhook.cli.common import EXIT_ERROR, EXIT_OK, add_input_options, evaluate_inputs, policy_and_inputs
 
 
 def register(sub) -> None:
@@ -15,9 +15,8 @@ def register(sub) -> None:
                        description="Print every document, with Pods patched as the mutating webhook would patch them "
                        "on CREATE (workload templates are never mutated). Comments are not kept. The input files are "
                        "never written.")
-    p.add_argument("paths", nargs="+", metavar="FILE|DIR|-")
     p.add_argument("--output", "-o", choices=("yaml", "json"), default="yaml")
-    add_policy_options(p)
+    add_input_options(p)
     p.set_defaults(func=run)
 
 

@@ -135,7 +135,7 @@ def _run_checks(checks, facts, context, policy, actions, lifted, errors: list) -
         try:
             found = check.check(facts, context, policy)
         except Exception as exc:  # one broken rule must not take the decision down with it
-            errors.append(RuleError(rule, f"{type(exc).__name__}: {exc}", policy.on_error.get(rule) == "deny"))
+            errors.append(_failed(rule, exc, policy))
             continue
         if found:
             findings.extend(found)
@@ -163,7 +163,7 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run
             try:
                 records = mutation.mutate(target, facts, policy)
             except Exception as exc:
-                errors.append(RuleError(rule, f"{type(exc).__name__}: {exc}", False))
+                errors.append(_failed(rule, exc, policy, deniable=False))  # /mutate never denies
                 continue
             if records:
                 mutations.append(Mutation(rule, action, tuple(path for path, _ in records), apply))
@@ -225,5 +225,10 @@ def _guarded(rule, errors, policy, fn) -> list[Finding]:
     try:
         return fn()
     except Exception as exc:
-        errors.append(RuleError(rule, f"{type(exc).__name__}: {exc}", policy.on_error.get(rule) == "deny"))
+        errors.append(_failed(rule, exc, policy))
         return []
+
+
+def _failed(rule: Rule, exc: Exception, policy: Policy, deniable: bool = True) -> RuleError:
+    """A rule raised: the decision goes on without it, and its onError says whether that denies."""
+    return RuleError(rule, f"{type(exc).__name__}: {exc}", deniable and policy.on_error.get(rule) == "deny")

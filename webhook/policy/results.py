@@ -70,11 +70,7 @@ class Evaluation:
 
     @property
     def allowed(self) -> bool:
-        if self.dry_run:
-            return True
-        return not any(v.action is Action.ENFORCE and not v.rule.is_mutation for v in self.violations) and not any(
-            e.denied for e in self.errors
-        )
+        return self.dry_run or not (self.denials or any(e.denied for e in self.errors))
 
     @property
     def denials(self) -> tuple[Violation, ...]:

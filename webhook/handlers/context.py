@@ -10,7 +10,7 @@ from webhook.lookups.base import Resolver
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.claims import claim_spec
 from webhook.objects.kinds import BY_KIND
-from webhook.objects.podspec import PodView, pod_view
+from webhook.objects.podspec import PodView, claim_reference, pod_view
 from webhook.policy.context import Context, base_context, classes_from_objects, device_class_info, extended_map
 from webhook.policy.gpu import IMPLICIT_PREFIX
 
@@ -29,18 +29,12 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     if info is not None and info.pod_spec_path is not None:
         view = view or pod_view(obj, kind, namespace)
         for entry in as_list(view.spec.get("resourceClaims")):
-            entry = as_dict(entry)
-            source = as_dict(entry.get("source")) if "source" in entry else entry
-            for field, ref_kind, lookup in (
-                ("resourceClaimTemplateName", "ResourceClaimTemplate", resolver.resource_claim_template),
-                ("resourceClaimName", "ResourceClaim", resolver.resource_claim),
-            ):
-                name = as_str(source.get(field))
-                if name and (ref_kind, name) not in claims:
-                    found = lookup(namespace, name)
-                    claims[(ref_kind, name)] = found
-                    if found.found and type(found.value) is dict:
-                        class_names.update(_classes_of(found.value, ref_kind))
+            ref_kind, name, _ = claim_reference(as_dict(entry))
+            if name and (ref_kind, name) not in claims:
+                lookup = resolver.resource_claim_template if ref_kind == "ResourceClaimTemplate" else resolver.resource_claim
+                found = claims[(ref_kind, name)] = lookup(namespace, name)
+                if found.found and type(found.value) is dict:
+                    class_names.update(_classes_of(found.value, ref_kind))
         for c in view.containers:
             resources = as_dict(c.raw.get("resources"))
             for section in ("limits", "requests"):

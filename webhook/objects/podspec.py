@@ -73,3 +73,17 @@ def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
                 word = plain
             containers.append(Container(name, f'{word} "{name}"', f"{prefix}.{section}[{i}]", c, section, i))
     return PodView(info, namespace, display_name(obj), obj, spec, meta, prefix, tuple(containers))
+
+
+def claim_reference(entry: dict) -> tuple[str | None, str | None, bool]:
+    """(kind, name, legacy) that one `resourceClaims` entry refers to. The template wins when both are set
+    (the apiserver refuses that; the CLI may see it); `legacy` is the alpha API's `source` wrapper."""
+    legacy = "source" in entry
+    source = as_dict(entry.get("source")) if legacy else entry
+    name = as_str(source.get("resourceClaimTemplateName"))
+    if name:
+        return "ResourceClaimTemplate", name, legacy
+    name = as_str(source.get("resourceClaimName"))
+    if name:
+        return "ResourceClaim", name, legacy
+    return None, None, legacy

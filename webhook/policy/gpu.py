@@ -7,7 +7,7 @@ from typing import NamedTuple
 from webhook.config.model import DEVICE_PLUGIN, DRA, DeviceClassInfo, Policy
 from webhook.objects.access import as_dict, as_list, as_str, quantity
 from webhook.objects.claims import ClaimSpec, DeviceRequest, claim_spec
-from webhook.objects.podspec import Container, PodView
+from webhook.objects.podspec import Container, PodView, claim_reference
 from webhook.policy import cohorts
 from webhook.policy.cohorts import CohortChoice
 from webhook.policy.context import Context
@@ -104,13 +104,7 @@ def _claim_uses(view: PodView, policy: Policy, context: Context) -> tuple[ClaimU
             continue
         name = as_str(entry.get("name")) or f"#{i}"
         path = f"{view.prefix}.resourceClaims[{i}]"
-        legacy = "source" in entry
-        source = as_dict(entry.get("source")) if legacy else entry
-        ref_kind = ref_name = None
-        if as_str(source.get("resourceClaimTemplateName")):
-            ref_kind, ref_name = "ResourceClaimTemplate", source["resourceClaimTemplateName"]
-        elif as_str(source.get("resourceClaimName")):
-            ref_kind, ref_name = "ResourceClaim", source["resourceClaimName"]
+        ref_kind, ref_name, legacy = claim_reference(entry)
         spec = None
         unresolved = None
         gpu: list[DeviceRequest] = []

@@ -47,6 +47,8 @@ json_values = st.recursive(
     max_leaves=12,
 )
 
+_TERM = ("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", 0,
+         "matchExpressions", 0)
 # Every field some rule, mutation or resolution step reads.
 POD_PATHS = [
     ("metadata",), ("metadata", "name"), ("metadata", "namespace"), ("metadata", "labels"), ("metadata", "annotations"),
@@ -58,7 +60,9 @@ POD_PATHS = [
     ("spec", "containers", 0, "env", 0, "value"), ("spec", "containers", 0, "envFrom"),
     ("spec", "containers", 0, "securityContext"), ("spec", "containers", 0, "securityContext", "capabilities"),
     ("spec", "containers", 0, "volumeMounts"), ("spec", "containers", 1), ("spec", "nodeSelector"),
-    ("spec", "affinity"), ("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+    ("spec", "nodeSelector", "workload.example.com/gpu-allocation"), ("spec", "affinity"),
+    ("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+    (*_TERM, "key"), (*_TERM, "operator"), (*_TERM, "values"), (*_TERM, "values", 0),
     ("spec", "tolerations"), ("spec", "volumes"), ("spec", "resourceClaims"), ("spec", "resourceClaims", 0),
     ("spec", "resourceClaims", 0, "resourceClaimTemplateName"), ("spec", "resourceClaims", 0, "source"),
     ("spec", "runtimeClassName"), ("spec", "securityContext"), ("spec", "os"), ("spec", "schedulerName"),
@@ -85,6 +89,9 @@ def base_pod():
             ],
             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "tpl"}],
             "nodeSelector": {"workload.example.com/gpu-allocation": "dra"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "workload.example.com/gpu-allocation", "operator": "In",
+                                       "values": ["dra"]}]}]}}},
             "volumes": [{"name": "v", "hostPath": {"path": "/dev/nvidia0"}}],
         },
     }

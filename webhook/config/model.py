@@ -188,19 +188,27 @@ class Policy:
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)
     # derived once (read on every admission request): see __post_init__
-    cohort_label_keys: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    # node label key -> value -> names of the cohorts whose nodes carry that label
+    label_cohorts: Mapping[str, Mapping[str, frozenset[str]]] = field(init=False, repr=False, compare=False,
+                                                                      default_factory=lambda: EMPTY)
     discriminating_labels: Mapping[str, Mapping[str, Cohort]] = field(init=False, repr=False, compare=False,
                                                                        default_factory=lambda: EMPTY)
+    overridden_namespaces: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
 
     def __post_init__(self):
         by_key: dict[str, dict[str, Cohort]] = {}
+        carrying: dict[str, dict[str, set[str]]] = {}
         for c in self.cohorts:
             for k, v in c.node_labels.items():
                 by_key.setdefault(k, {})[v] = c
+                carrying.setdefault(k, {}).setdefault(v, set()).add(c.name)
         # label key -> {value: cohort}, for the keys whose values tell cohorts apart
         telling = {k: MappingProxyType(vals) for k, vals in by_key.items() if len(vals) > 1 or len(self.cohorts) == 1}
-        object.__setattr__(self, "cohort_label_keys", frozenset(by_key))
+        object.__setattr__(self, "label_cohorts", MappingProxyType(
+            {k: MappingProxyType({v: frozenset(names) for v, names in vals.items()}) for k, vals in carrying.items()}))
         object.__setattr__(self, "discriminating_labels", MappingProxyType(telling))
+        object.__setattr__(self, "overridden_namespaces",
+                           frozenset(n for o in self.namespace_overrides for n in o.namespaces))
 
     def cohort(self, name: str) -> Cohort | None:
         for c in self.cohorts:

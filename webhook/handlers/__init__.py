@@ -33,6 +33,8 @@ def validate(request: dict, *, policy: Policy, resolver: Resolver) -> Outcome:
         return ev
     if ev.skipped:
         return Outcome(True, evaluation=ev, reason=ev.skipped)
+    if not ev.violations and not ev.errors:  # most requests: nothing to say
+        return Outcome(True, evaluation=ev)
     denials = [v.message for v in ev.denials]
     # The exception's text could quote the object: only its type goes to the user (the log has the rule).
     denials += [f"gpu-admission: rule {e.rule.value} failed internally ({e.error.split(':', 1)[0]}) and its onError is "
@@ -52,6 +54,8 @@ def mutate(request: dict, *, policy: Policy, resolver: Resolver) -> Outcome:
         return ev
     if ev.skipped:
         return Outcome(True, evaluation=ev, reason=ev.skipped)
+    if not ev.violations and not ev.errors:
+        return Outcome(True, patch=ev.patch, evaluation=ev)
     return Outcome(True, warnings=tuple(_warnings(ev)), audit_annotations=_annotations(ev), patch=ev.patch,
                    evaluation=ev)
 

@@ -36,7 +36,7 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
                 if found.found and type(found.value) is dict:
                     class_names.update(_classes_of(found.value, ref_kind))
         for c in view.containers:
-            resources = as_dict(c.raw.get("resources"))
+            resources = c.resources
             for section in ("limits", "requests"):
                 for rname in as_dict(resources.get(section)):
                     if type(rname) is not str or "/" not in rname or rname.startswith(_STANDARD_PREFIXES):
@@ -45,7 +45,7 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
                         class_names.add(rname[len(IMPLICIT_PREFIX):])
                     else:
                         extended_wanted = True
-            for src in as_list(c.raw.get("envFrom")):
+            for src in c.env_from:
                 src = as_dict(src)
                 for field, src_kind, lookup in (("configMapRef", "ConfigMap", resolver.config_map_keys),
                                                 ("secretRef", "Secret", resolver.secret_keys)):
@@ -62,7 +62,9 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     if listed is not None and not listed.found:
         listed = None  # the config's classes are all there is
     if not (claims or class_names or env_sources or listed or labels):
-        return base if not user else Context(classes=base.classes, extended=base.extended, user=user)
+        # The request's user matters only to the policy's exceptions.
+        return base if not user or not policy.exceptions else \
+            Context(classes=base.classes, extended=base.extended, user=user)
     classes = classes_from_objects(policy, listed.value) if listed else dict(base.classes)
     misses: dict[str, str] = {}
     for name in sorted(class_names):

@@ -1,9 +1,9 @@
 """A pod-bearing object seen through its pod spec, with the field path prefix kept for messages."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Mapping, NamedTuple, Sequence
 
-from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.access import NO_DICT, NO_LIST, as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, KindInfo
 
 SECTIONS = (("containers", "container"), ("initContainers", "init container"), ("ephemeralContainers", "ephemeral container"))
@@ -18,6 +18,13 @@ class Container(NamedTuple):
     raw: dict
     section: str  # containers | initContainers | ephemeralContainers
     index: int
+    # The fields the rules read, each read once here, of the right type or empty: every check and
+    # mutation walks the containers, and a re-read per rule is most of what a rule costs.
+    resources: Mapping
+    env: Sequence
+    env_from: Sequence
+    security: Mapping  # securityContext
+    mounts: Sequence  # volumeMounts
 
 
 class PodView(NamedTuple):
@@ -71,7 +78,14 @@ def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
                 word = "sidecar container"  # a restartable init container runs beside the main ones
             else:
                 word = plain
-            containers.append(Container(name, f'{word} "{name}"', f"{prefix}.{section}[{i}]", c, section, i))
+            get = c.get
+            resources, env, env_from, security, mounts = (
+                get("resources"), get("env"), get("envFrom"), get("securityContext"), get("volumeMounts"))
+            containers.append(Container(
+                name, f'{word} "{name}"', f"{prefix}.{section}[{i}]", c, section, i,
+                resources if type(resources) is dict else NO_DICT, env if type(env) is list else NO_LIST,
+                env_from if type(env_from) is list else NO_LIST, security if type(security) is dict else NO_DICT,
+                mounts if type(mounts) is list else NO_LIST))
     return PodView(info, namespace, display_name(obj), obj, spec, meta, prefix, tuple(containers))
 
 

@@ -46,44 +46,49 @@ def _expression_allows(expr: dict, labels) -> bool:
 def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
     spec = view.spec
     selector = as_dict(spec.get("nodeSelector"))
-    terms = as_list(as_dict(as_dict(as_dict(spec.get("affinity")).get("nodeAffinity")).get(
-        "requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms"))
+    affinity = spec.get("affinity")
+    terms = as_list(as_dict(as_dict(as_dict(affinity).get("nodeAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms")) if affinity else ()
     if not selector and not terms:
         return NONE
     keys = policy.discriminating_labels
-    cohort_keys = policy.cohort_label_keys
+    carrying = policy.label_cohorts
     named: dict[str, Cohort] = {}
-    candidates = {c.name: c for c in policy.cohorts}
+    candidates: frozenset[str] | None = None  # the cohorts whose labels the selection allows; None: all
     path = f"{view.prefix}.nodeSelector"
     paths: list[str] = []
     for k, v in selector.items():
+        if type(v) is not str:
+            continue  # not a label value: reads as absent
         if k in keys and v in keys[k]:
             named[keys[k][v].name] = keys[k][v]
             paths[:] = [path]
-        if k in cohort_keys:
-            candidates = {n: c for n, c in candidates.items() if c.node_labels.get(k) == v}
+        if k in carrying:
+            allowed = carrying[k].get(v, frozenset())
+            candidates = allowed if candidates is None else candidates & allowed
     if terms:
-        allowed: dict[str, Cohort] = {}
+        allowed_by_terms: set[str] = set()
         for term in terms:
-            exprs = [e for e in as_list(as_dict(term).get("matchExpressions")) if type(e) is dict]
+            exprs = [e for e in as_list(as_dict(term).get("matchExpressions"))
+                     if type(e) is dict and type(e.get("key")) is str]
             for e in exprs:
-                if e.get("operator") == "In" and e.get("key") in keys:
+                if e.get("operator") == "In" and e["key"] in keys:
                     for value in as_list(e.get("values")):
-                        if value in keys[e["key"]]:
+                        if type(value) is str and value in keys[e["key"]]:
                             c = keys[e["key"]][value]
                             named[c.name] = c
                             path = f"{view.prefix}.{AFFINITY_PATH}"
                             if path not in paths:
                                 paths.append(path)
             for c in policy.cohorts:
-                if all(_expression_allows(e, c.node_labels) for e in exprs if e.get("key") in cohort_keys):
-                    allowed[c.name] = c
-        candidates = {n: c for n, c in candidates.items() if n in allowed}
+                if all(_expression_allows(e, c.node_labels) for e in exprs if e["key"] in carrying):
+                    allowed_by_terms.add(c.name)
+        candidates = frozenset(allowed_by_terms) if candidates is None else candidates & allowed_by_terms
     if not named:
-        excluded = tuple(sorted(c.name for c in policy.cohorts if c.name not in candidates))
+        excluded = tuple(sorted(c.name for c in policy.cohorts if candidates is not None and c.name not in candidates))
         return CohortChoice(path=path if not terms else f"{view.prefix}.{AFFINITY_PATH}", excluded=excluded) \
             if excluded else NONE
-    chosen = [c for n, c in named.items() if n in candidates]
+    chosen = [c for n, c in named.items() if candidates is None or n in candidates]
     if len(chosen) == 1:
         return CohortChoice(chosen[0], SELECTOR, path=path)
     return CohortChoice(conflict=tuple(sorted(named)), path=path, paths=tuple(paths))

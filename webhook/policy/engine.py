@@ -3,7 +3,7 @@ that the configuration (mode, namespace overrides, exceptions) assigns. Pure: no
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from webhook.config.model import DRA, Cohort, Policy
 from webhook.objects.access import as_dict, as_list, as_str
@@ -53,16 +53,16 @@ def evaluate(obj: dict, *, kind: str, namespace: str, policy: Policy, context: C
 
     `kind` and `namespace` are the object's, as `object_namespace` reads them; exempt namespaces were
     skipped before (`exempt`). `view` is the object's pod view when the caller has already built it."""
-    name = display_name(obj)
-    dry_run, actions = _settings(policy, namespace)
+    plan = _plan(policy, namespace)
     info = BY_KIND.get(kind)
     if info is not None and info.pod_spec_path is not None:
         view = view or pod_view(obj, kind, namespace)
-        return _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run, actions, validate, mutate)
+        return _pod_bearing(obj, view, view.name, namespace, operation, policy, context, plan, validate, mutate)
+    name = display_name(obj)
     if not validate:
-        return Evaluation(kind, namespace, name, dry_run=dry_run, skipped=f"{kind} objects are never mutated")
+        return Evaluation(kind, namespace, name, dry_run=plan.dry_run, skipped=f"{kind} objects are never mutated")
     if info is not None or is_legacy_dra(obj):
-        return _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions)
+        return _dra_object(obj, kind, name, namespace, policy, context, plan.dry_run, plan.actions)
     return Evaluation(kind, namespace, name, skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
 
 
@@ -81,14 +81,39 @@ def exempt(obj: dict, kind: str, namespace: str, policy: Policy) -> Evaluation |
     return None
 
 
-def _settings(policy: Policy, namespace: str) -> tuple[bool, Mapping[Rule, Action]]:
+class _Plan(NamedTuple):
+    """What the configuration makes of one namespace: the same for every request there."""
+
+    dry_run: bool
+    actions: Mapping[Rule, Action]
+    checks: tuple  # the POD_CHECKS whose action is not off
+    mutations: tuple  # the MUTATIONS whose action is not off
+
+
+def _make_plan(policy: Policy, namespace: str) -> _Plan:
     mode, actions = policy.mode, policy.actions
     for override in policy.namespace_overrides:
         if namespace in override.namespaces:
             mode = override.mode or mode
             if override.actions:
                 actions = {**actions, **override.actions}
-    return mode == "audit", actions
+    return _Plan(mode == "audit", actions, tuple(c for c in POD_CHECKS if actions[c.RULE] is not Action.OFF),
+                 tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
+
+
+_plans: list = [None, None, {}]  # policy, its plan for namespaces without overrides, namespace -> plan
+
+
+def _plan(policy: Policy, namespace: str) -> _Plan:
+    """Computed once per policy and namespace (one policy is in force at a time)."""
+    if _plans[0] is not policy:
+        _plans[:] = [policy, _make_plan(policy, ""), {}]
+    if namespace not in policy.overridden_namespaces:
+        return _plans[1]
+    plan = _plans[2].get(namespace)
+    if plan is None:
+        plan = _plans[2][namespace] = _make_plan(policy, namespace)
+    return plan
 
 
 def _lifted(policy: Policy, namespace: str, name: str, spec: dict, user: Mapping) -> frozenset[Rule]:
@@ -126,26 +151,26 @@ def _violations(findings, actions, lifted) -> list[Violation]:
     return out
 
 
-def _run_checks(checks, facts, context, policy, actions, lifted, errors: list) -> list[Finding]:
+def _run_checks(checks, facts, context, policy, lifted, errors: list) -> list[Finding]:
     findings: list[Finding] = []
     for check in checks:
-        rule = check.RULE
-        if actions[rule] is Action.OFF or rule in lifted:
+        if lifted and check.RULE in lifted:
             continue
         try:
             found = check.check(facts, context, policy)
         except Exception as exc:  # one broken rule must not take the decision down with it
-            errors.append(_failed(rule, exc, policy))
+            errors.append(_failed(check.RULE, exc, policy))
             continue
         if found:
             findings.extend(found)
     return findings
 
 
-def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run, actions, validate, mutate) -> Evaluation:
+def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, validate, mutate) -> Evaluation:
     kind = view.kind.kind
     facts = analyse(view, policy, context)
     lifted = _lifted(policy, namespace, name, view.spec, context.user)
+    dry_run, actions = plan.dry_run, plan.actions
     errors: list[RuleError] = []
     reported: list[Violation] = []
     mutations: list[Mutation] = []
@@ -153,11 +178,11 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run
     patch: tuple = ()
     if mutate and view.kind.mutated and operation == "CREATE":
         work = Draft(obj)
-        for mutation in MUTATIONS:
+        for mutation in plan.mutations:
             rule = mutation.RULE
-            action = actions.get(rule, Action.ENFORCE)
-            if action is Action.OFF or rule in lifted:
+            if rule in lifted:
                 continue
+            action = actions[rule]
             apply = not dry_run and action is not Action.AUDIT
             target = work if apply or dry_run else Draft(work.root)
             try:
@@ -177,7 +202,7 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, dry_run
             if validate:
                 view = pod_view(mutated, kind, namespace)
                 facts = analyse(view, policy, context)
-    findings = _run_checks(POD_CHECKS, facts, context, policy, actions, lifted, errors) if validate else []
+    findings = _run_checks(plan.checks, facts, context, policy, lifted, errors) if validate else []
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
     return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted) + reported),
                       patch, mutated if patch else None, dry_run, cohort, tuple(errors), mutations=tuple(mutations))

@@ -13,6 +13,8 @@ from webhook.policy.cohorts import CohortChoice
 from webhook.policy.context import Context
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
+_NEITHER, _DEVICE_PLUGIN_ONLY, _DRA_ONLY = frozenset(), frozenset({DEVICE_PLUGIN}), frozenset({DRA})
+_BOTH = _DEVICE_PLUGIN_ONLY | _DRA_ONLY
 
 
 def is_gpu_resource(name: str) -> bool:
@@ -63,24 +65,10 @@ class GpuFacts(NamedTuple):
     claims: tuple[ClaimUse, ...]
     choice: CohortChoice
     # deviceclass.resource.kubernetes.io/<class> resources whose DeviceClass could not be resolved
-    unknown_classes: tuple[ResourceUse, ...] = ()
-
-    @property
-    def gpu_claims(self) -> tuple[ClaimUse, ...]:
-        return tuple(c for c in self.claims if c.gpu_requests)
-
-    @property
-    def mechanisms(self) -> frozenset[str]:
-        found = set()
-        if self.device_plugin:
-            found.add(DEVICE_PLUGIN)
-        if self.dra_resources or any(c.gpu_requests for c in self.claims):
-            found.add(DRA)
-        return frozenset(found)
-
-    @property
-    def is_gpu(self) -> bool:
-        return bool(self.device_plugin or self.dra_resources or any(c.gpu_requests for c in self.claims))
+    unknown_classes: tuple[ResourceUse, ...]
+    gpu_claims: tuple[ClaimUse, ...]  # the claims with GPU requests
+    mechanisms: frozenset[str]  # DEVICE_PLUGIN and/or DRA: how the pod asks for GPUs
+    is_gpu: bool  # it asks for GPUs at all
 
     def gpu_containers(self) -> frozenset[str]:
         """Names of containers that get a GPU: by a resource, or by a GPU claim they reference."""
@@ -94,7 +82,7 @@ class GpuFacts(NamedTuple):
 def _claim_uses(view: PodView, policy: Policy, context: Context) -> tuple[ClaimUse, ...]:
     users: dict[str, list[Container]] = {}
     for c in view.containers:
-        for ref in as_list(as_dict(c.raw.get("resources")).get("claims")):
+        for ref in as_list(c.resources.get("claims")):
             name = as_str(as_dict(ref).get("name"))
             if name:
                 users.setdefault(name, []).append(c)
@@ -128,6 +116,11 @@ def _claim_uses(view: PodView, policy: Policy, context: Context) -> tuple[ClaimU
     return tuple(out)
 
 
+def _device_plugin_cohort(policy: Policy, excluded: tuple[str, ...]) -> bool:
+    """Cohorts the pod's node selection rules out cannot serve it: they do not make nvidia.com/gpu ambiguous."""
+    return any(c.mechanism == DEVICE_PLUGIN and c.name not in excluded for c in policy.cohorts)
+
+
 def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
     choice = cohorts.from_selectors(view, policy)
     excluded = choice.excluded
@@ -140,12 +133,10 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
     dra: list[ResourceUse] = []
     other: list[ResourceUse] = []
     unknown: list[ResourceUse] = []
-    # Cohorts the pod's node selection rules out cannot serve it: they do not make nvidia.com/gpu ambiguous.
-    has_dp_cohort = any(c.mechanism == DEVICE_PLUGIN and c.name not in excluded for c in policy.cohorts)
     extended = context.extended
     for c in view.containers:
-        resources = c.raw.get("resources")
-        if type(resources) is not dict:
+        resources = c.resources
+        if not resources:
             continue
         limits = as_dict(resources.get("limits"))
         for section, values in (("limits", limits), ("requests", as_dict(resources.get("requests")))):
@@ -170,7 +161,7 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
                 # A name the device plugin never advertises (e.g. example.com/gpu) means DRA wherever it is served.
                 if served is not None and served.driver in policy.gpu_drivers and (
                     not is_gpu_resource(name) or (target is not None and target.mechanism == DRA)
-                    or (target is None and not has_dp_cohort)
+                    or (target is None and not _device_plugin_cohort(policy, excluded))
                 ):
                     dra.append(ResourceUse(c, name, count, path, served))
                 elif is_gpu_resource(name):
@@ -178,17 +169,18 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
                 elif name.startswith("nvidia.com/"):
                     other.append(ResourceUse(c, name, count, path))
     claims = _claim_uses(view, policy, context) if "resourceClaims" in view.spec else ()
-    mechanisms = set()
+    gpu_claims = tuple(c for c in claims if c.gpu_requests) if claims else ()
     if device_plugin:
-        mechanisms.add(DEVICE_PLUGIN)
-    if dra or any(c.gpu_requests for c in claims):
-        mechanisms.add(DRA)
+        mechanisms = _BOTH if dra or gpu_claims else _DEVICE_PLUGIN_ONLY
+    else:
+        mechanisms = _DRA_ONLY if dra or gpu_claims else _NEITHER
     if target is None and not choice.conflict:
-        inferred = cohorts.inferred(frozenset(mechanisms), policy, excluded)
+        inferred = cohorts.inferred(mechanisms, policy, excluded)
         if inferred.cohort is not None:
             choice = inferred
     elif choice.source == cohorts.NAMESPACE and not mechanisms:
         # A namespace default says which cohort the namespace's GPU pods use; a pod that asks for no GPU
         # is bound for none (placing it would put CPU work on GPU nodes).
         choice = cohorts.NONE
-    return GpuFacts(view, tuple(device_plugin), tuple(dra), tuple(other), claims, choice, tuple(unknown))
+    return GpuFacts(view, tuple(device_plugin), tuple(dra), tuple(other), claims, choice, tuple(unknown), gpu_claims,
+                    mechanisms, bool(mechanisms))

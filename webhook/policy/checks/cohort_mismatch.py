@@ -9,6 +9,21 @@ RULE = Rule.COHORT_MISMATCH
 
 def check(facts, context, policy):
     choice = facts.choice
+    if choice.conflict:
+        return _conflict(facts, choice, policy)
+    cohort = choice.cohort
+    if cohort is None or choice.source == INFERRED:
+        return []
+    if cohort.mechanism == DRA:
+        found = facts.device_plugin
+    elif cohort.mechanism == DEVICE_PLUGIN:
+        found = facts.gpu_claims or facts.dra_resources
+    else:
+        found = ()
+    return _mechanism(facts, cohort, choice, policy) if found else []
+
+
+def _conflict(facts, choice, policy):
     subject = facts.view.subject
     where = " and ".join(choice.paths) or choice.path
     if len(choice.conflict) == 1:
@@ -24,15 +39,16 @@ def check(facts, context, policy):
             policy, RULE, subject, f'node selection ({where}) names cohort "{named.name}" but {rules_out}',
             "no node can satisfy both, so the pod never schedules",
             f"select the cohort's nodes by their labels ({labels}) without contradicting them"))]
-    if choice.conflict:
-        return [Finding(RULE, choice.path, message(
-            policy, RULE, subject,
-            f"node selection ({where}) targets the cohorts {names(_quoted(choice.conflict))}",
-            "a pod runs on exactly one GPU cohort and each cohort allocates GPUs its own way",
-            f"select the nodes of one cohort only (label {policy.allocation_label})"))]
-    cohort = choice.cohort
-    if cohort is None or choice.source == INFERRED:
-        return []
+    return [Finding(RULE, choice.path, message(
+        policy, RULE, subject,
+        f"node selection ({where}) targets the cohorts {names(_quoted(choice.conflict))}",
+        "a pod runs on exactly one GPU cohort and each cohort allocates GPUs its own way",
+        f"select the nodes of one cohort only (label {policy.allocation_label})"))]
+
+
+def _mechanism(facts, cohort, choice, policy):
+    """GPUs asked for by the mechanism the pod's cohort does not run."""
+    subject = facts.view.subject
     where = f'cohort "{cohort.name}" (chosen by {choice.path})'
     out = []
     if cohort.mechanism == DRA:

@@ -48,33 +48,35 @@ def check(facts, context, policy):
     out = []
     gpu_scope = facts.choice.cohort is not None or facts.is_gpu
     for c in view.containers:
-        sc = as_dict(c.raw.get("securityContext"))
-        if gpu_scope and sc.get("privileged") is True:
+        if gpu_scope and c.security.get("privileged") is True:
             path = f"{c.path}.securityContext.privileged"
             out.append(Finding(RULE, path, message(
-                policy, RULE, facts.view.subject, f"{c.label} is privileged ({path}) in a GPU pod",
+                policy, RULE, view.subject, f"{c.label} is privileged ({path}) in a GPU pod",
                 "a privileged container sees every GPU on the node, bypassing allocation and isolation",
                 "remove privileged: true; GPUs come through resources.limits or a ResourceClaim")))
-        for i, mount in enumerate(as_list(c.raw.get("volumeMounts"))):
-            mp = as_str(as_dict(mount).get("mountPath"))
-            if mp and under_device_list(mp):
+        for i, mount in enumerate(c.mounts):
+            mp = mount.get("mountPath") if type(mount) is dict else None
+            if type(mp) is str and mp and under_device_list(mp):
                 path = f"{c.path}.volumeMounts[{i}].mountPath"
                 out.append(Finding(RULE, path, message(
-                    policy, RULE, facts.view.subject, f"{c.label} mounts a volume at {mp} ({path})",
+                    policy, RULE, view.subject, f"{c.label} mounts a volume at {mp} ({path})",
                     "the container toolkit reads that directory as the list of GPUs to expose (a file named 'all' "
                     "asks for every GPU), bypassing allocation", "remove the mount")))
     for i, vol in enumerate(as_list(view.spec.get("volumes"))):
-        host = as_str(as_dict(as_dict(vol).get("hostPath")).get("path"))
+        if type(vol) is not dict or "hostPath" not in vol:
+            continue
+        host = as_str(as_dict(vol["hostPath"]).get("path"))
         if host and device_host_path(host):
             path = f"{view.prefix}.volumes[{i}].hostPath.path"
             out.append(Finding(RULE, path, message(
-                policy, RULE, facts.view.subject, f'volume "{as_str(as_dict(vol).get("name")) or i}" mounts the host path {host} ({path})',
+                policy, RULE, view.subject, f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})',
                 "GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
                 "remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")))
-    annotations = as_dict(view.meta.get("annotations"))
-    for key in sorted(k for k in annotations if type(k) is str and k.startswith(ANNOTATION_PREFIXES)):
-        path = f'{_meta_path(view)}.annotations["{key}"]'
-        out.append(Finding(RULE, path, message(
-            policy, RULE, facts.view.subject, f"annotation {key} ({path}) asks the runtime for CDI devices",
-            "CDI/NRI device annotations inject devices without allocation", "remove the annotation")))
+    annotations = view.meta.get("annotations")
+    if type(annotations) is dict and annotations:
+        for key in sorted(k for k in annotations if type(k) is str and k.startswith(ANNOTATION_PREFIXES)):
+            path = f'{_meta_path(view)}.annotations["{key}"]'
+            out.append(Finding(RULE, path, message(
+                policy, RULE, view.subject, f"annotation {key} ({path}) asks the runtime for CDI devices",
+                "CDI/NRI device annotations inject devices without allocation", "remove the annotation")))
     return out

@@ -9,6 +9,8 @@ WHY = "no Kubernetes 1.34+ cluster accepts this shape (it was removed with the a
 
 
 def check(facts, context, policy):
+    if not facts.claims:
+        return []
     return [
         Finding(RULE, f"{claim.path}.source", message(
             policy, RULE, facts.view.subject, f'claim "{claim.name}" uses the source wrapper ({claim.path}.source)', WHY,

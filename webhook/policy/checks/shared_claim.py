@@ -6,6 +6,8 @@ RULE = Rule.SHARED_CLAIM
 
 
 def check(facts, context, policy):
+    if not facts.gpu_claims:
+        return []
     return [
         Finding(RULE, claim.path, message(
             policy, RULE, facts.view.subject,

@@ -20,11 +20,14 @@ def check(facts, context, policy):
     cohort = facts.choice.cohort
     if cohort is None or cohort.mechanism != DEVICE_PLUGIN or not facts.device_plugin:
         return []
+    several = [use for use in facts.device_plugin if use.count > 1]
+    if not several:
+        return []
     failing = failing_shared_names(cohort)
     out = []
-    for use in facts.device_plugin:
+    for use in several:
         word = failing.get(use.resource)
-        if word and use.count > 1:
+        if word:
             out.append(Finding(RULE, use.path, message(
                 policy, RULE, facts.view.subject,
                 f"{use.container.label} requests {use.count:g} of the {word} resource {use.resource} ({use.path})",

@@ -7,6 +7,8 @@ RULE = Rule.UNRESOLVED_CLAIM
 
 
 def check(facts, context, policy):
+    if not facts.claims and not facts.unknown_classes:
+        return []
     out = []
     for claim in facts.claims:
         if claim.unresolved:

@@ -1,4 +1,4 @@
-from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.access import as_dict, as_str
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
 from webhook.rules import Action, Rule
@@ -10,7 +10,7 @@ WHY = ("the device plugin or DRA driver makes exactly the allocated GPUs visible
 
 
 def _env_sources(container):
-    for i, src in enumerate(as_list(container.raw.get("envFrom"))):
+    for i, src in enumerate(container.env_from):
         src = as_dict(src)
         prefix = as_str(src.get("prefix")) or ""
         for field, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
@@ -39,9 +39,9 @@ def check(facts, context, policy):
     gpu_containers = None
     out = []
     for c in facts.view.containers:
-        for i, env in enumerate(as_list(c.raw.get("env"))):
-            name = as_str(as_dict(env).get("name"))
-            if name not in variables:
+        for i, env in enumerate(c.env):
+            name = env.get("name") if type(env) is dict else None
+            if type(name) is not str or name not in variables:
                 continue
             if name == "NVIDIA_VISIBLE_DEVICES" and env.get("value") == HIDDEN:
                 if gpu_containers is None:
@@ -53,6 +53,8 @@ def check(facts, context, policy):
             out.append(Finding(RULE, path, message(
                 policy, RULE, facts.view.subject, f"{c.label} sets {name} ({path}, {how})", WHY,
                 f"remove {name} and ask for GPUs with resources.limits or a ResourceClaim")))
+        if not c.env_from:
+            continue
         for i, kind, name, prefix, optional in _env_sources(c):
             path = f"{c.path}.envFrom[{i}]"
             found = context.env_sources.get((kind, name))

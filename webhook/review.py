@@ -154,12 +154,14 @@ def response(uid: str, outcome: Outcome, *, mutating: bool, code: int = 403) -> 
             "reason": "Forbidden" if code == 403 else "InternalError",
             "message": denial_message(outcome.message),
         }
-    warnings = sanitize_warnings(outcome.warnings)
-    if warnings:
-        answer["warnings"] = warnings
-    annotations = audit_annotations(outcome.audit_annotations)
-    if annotations:
-        answer["auditAnnotations"] = annotations
+    if outcome.warnings:
+        warnings = sanitize_warnings(outcome.warnings)
+        if warnings:
+            answer["warnings"] = warnings
+    if outcome.audit_annotations:
+        annotations = audit_annotations(outcome.audit_annotations)
+        if annotations:
+            answer["auditAnnotations"] = annotations
     if mutating and outcome.allowed and outcome.patch:
         answer["patch"] = base64.b64encode(dumps(list(outcome.patch))).decode()
         answer["patchType"] = "JSONPatch"

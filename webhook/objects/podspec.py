@@ -73,7 +73,9 @@ def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
         for i, c in enumerate(as_list(spec.get(section))):
             if type(c) is not dict:
                 continue
-            name = as_str(c.get("name")) or f"#{i}"
+            name = c.get("name")
+            if type(name) is not str or not name:
+                name = f"#{i}"
             if section == "initContainers" and c.get("restartPolicy") == "Always":
                 word = "sidecar container"  # a restartable init container runs beside the main ones
             else:

@@ -17,9 +17,12 @@ _NEITHER, _DEVICE_PLUGIN_ONLY, _DRA_ONLY = frozenset(), frozenset({DEVICE_PLUGIN
 _BOTH = _DEVICE_PLUGIN_ONLY | _DRA_ONLY
 
 
+GPU_RESOURCE_PREFIXES = ("nvidia.com/gpu", "nvidia.com/mig-")
+
+
 def is_gpu_resource(name: str) -> bool:
     """Names the NVIDIA device plugin advertises GPUs (or slices of them) under."""
-    return name.startswith("nvidia.com/gpu") or name.startswith("nvidia.com/mig-")
+    return name.startswith(GPU_RESOURCE_PREFIXES)
 
 
 class ResourceUse(NamedTuple):

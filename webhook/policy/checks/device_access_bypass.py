@@ -73,8 +73,10 @@ def check(facts, context, policy):
                 "GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
                 "remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")))
     annotations = view.meta.get("annotations")
-    if type(annotations) is dict and annotations:
-        for key in sorted(k for k in annotations if type(k) is str and k.startswith(ANNOTATION_PREFIXES)):
+    cdi = [k for k in annotations if type(k) is str and k.startswith(ANNOTATION_PREFIXES)] \
+        if type(annotations) is dict else ()
+    if cdi:
+        for key in sorted(cdi):
             path = f'{_meta_path(view)}.annotations["{key}"]'
             out.append(Finding(RULE, path, message(
                 policy, RULE, view.subject, f"annotation {key} ({path}) asks the runtime for CDI devices",

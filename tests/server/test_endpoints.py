@@ -161,6 +161,14 @@ WRONG_FIELDS = [
     pytest.param(_with(object=None), "request.object: required for CREATE", id="create-without-object"),
     pytest.param(_with(operation="UPDATE", oldObject=None), "request.oldObject: required for UPDATE",
                  id="update-without-old"),
+    pytest.param(_with(operation="UPDATE", object=None, oldObject={"kind": "Pod"}), "request.object: required for UPDATE",
+                 id="update-without-object"),
+    pytest.param(_with(kind={"group": "", "kind": "Pod"}), "request.kind.version: must be a non-empty string",
+                 id="kind-without-version"),
+    pytest.param(_with(userInfo={"groups": ["a", 1]}), "request.userInfo.groups: must be a list of strings",
+                 id="groups-with-number"),
+    pytest.param(_with(userInfo={"extra": {"k": ["v"], "j": [2]}}), "request.userInfo.extra: must map names to lists",
+                 id="extra-with-number"),
     pytest.param(_with(dryRun="yes"), "request.dryRun: must be a boolean, not a string", id="dryrun-string"),
     pytest.param(_with(userInfo="alice"), "request.userInfo: must be an object", id="userinfo-string"),
     pytest.param(_with(userInfo={"username": 5}), "request.userInfo.username: must be a string", id="username-number"),
@@ -185,6 +193,17 @@ def test_wrong_fields_are_named(client, path, sent, message):
 def test_null_optional_fields_read_as_absent_like_go_does(client, field, value):
     response = client.post("/validate", json=_with(**{field: value}))
     assert response.status_code == 200
+
+
+@pytest.mark.parametrize("kind", [
+    pytest.param({"group": None, "version": "v1", "kind": "Pod"}, id="group-null"),
+    pytest.param({"version": "v1", "kind": "Pod"}, id="group-absent"),
+])
+def test_core_group_null_or_absent_reads_as_empty_like_go_does(client, kind):
+    response = client.post("/validate", json=_with(kind=kind, resource={"group": None, "version": "v1",
+                                                                        "resource": "pods"}))
+    assert response.status_code == 200
+    assert response.get_json()["response"]["allowed"] is True
 
 
 @pytest.mark.parametrize(("limit", "size", "status"), [

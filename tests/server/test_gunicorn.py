@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
+from prometheus_client.parser import text_string_to_metric_families
 
 from webhook.server import certs
 
@@ -172,6 +173,10 @@ def test_deployed_server(deployed):
     assert ready["ready"] is True and ready["policy"]["inForce"] == "last good policy"
     status, metrics = conn.get("/metrics")
     assert status == 200 and b"gpu_admission_policy_reload_ok 0.0" in metrics
+    # Every call so far counted once, whichever worker answered it (each writes its own file).
+    counted = sum(s.value for family in text_string_to_metric_families(metrics.decode())
+                  if family.name == "gpu_admission_requests" for s in family.samples if s.name.endswith("_total"))
+    assert counted == len(api.calls)
     assert not api.admit(POD).allowed
     # Fixed: every worker takes it.
     deployed.policy.update({"policy.yaml": policy_text("mode: audit")})

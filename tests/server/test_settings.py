@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from gunicorn import glogging
+from gunicorn.config import Config
 
 from webhook import settings as s
 from webhook.server.runner import MetricsDir, options
@@ -92,6 +94,18 @@ def test_gunicorn_options_for_the_deployment(tmp_path, metrics_env):
     assert opts["accesslog"] is None and opts["logconfig_dict"]["formatters"]["json"]
     assert "certfile" not in options(Settings())  # plain HTTP when no certificate is given
     assert list(tmp_path.iterdir()) == []  # loading the configuration touches nothing
+
+
+def test_no_access_line_is_built(tmp_path, metrics_env):
+    """gunicorn builds an access line per request whenever a logging config is set, unless its logger is ours."""
+    opts = options(Settings())
+    cfg = Config()
+    for name in ("logger_class", "logconfig_dict", "accesslog", "errorlog", "loglevel"):
+        cfg.set(name, opts[name])
+    logger = cfg.logger_class(cfg)
+    # The stock logger would read the response and request here (and fail on None); ours reads nothing.
+    assert logger.access(None, None, {}, None) is None
+    assert issubclass(cfg.logger_class, glogging.Logger)  # gunicorn's error log as before
 
 
 def test_the_metrics_directory_lives_as_long_as_gunicorn(tmp_path, metrics_env):

@@ -4,14 +4,21 @@ key names of envFrom sources. Asks only what the object needs, so a plain pod co
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Mapping
 
 from webhook.config.model import Policy
 from webhook.lookups.base import Resolver
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.claims import claim_spec
 from webhook.objects.kinds import BY_KIND
-from webhook.objects.podspec import PodView, claim_reference, pod_view
-from webhook.policy.context import Context, base_context, classes_from_objects, device_class_info, extended_map
+from webhook.objects.podspec import PodView, claim_reference, view_of
+from webhook.policy.context import (
+    Context,
+    base_context,
+    classes_from_objects,
+    device_class_info,
+    extended_map,
+)
 from webhook.policy.gpu import IMPLICIT_PREFIX
 
 _STANDARD_PREFIXES = ("kubernetes.io/", "requests.", "hugepages-")
@@ -27,10 +34,10 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     extended_wanted = False
     labels = None
     if info is not None and info.pod_spec_path is not None:
-        view = view or pod_view(obj, kind, namespace)
+        view = view or view_of(obj, info, namespace)
         for entry in as_list(view.spec.get("resourceClaims")):
             ref_kind, name, _ = claim_reference(as_dict(entry))
-            if name and (ref_kind, name) not in claims:
+            if ref_kind and name and (ref_kind, name) not in claims:
                 lookup = resolver.resource_claim_template if ref_kind == "ResourceClaimTemplate" else resolver.resource_claim
                 found = claims[(ref_kind, name)] = lookup(namespace, name)
                 if found.found and type(found.value) is dict:
@@ -84,5 +91,5 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     )
 
 
-def _classes_of(obj: dict, kind: str) -> set[str]:
+def _classes_of(obj: Mapping, kind: str) -> set[str]:
     return {leaf.device_class for req in claim_spec(obj, kind).requests for leaf in req.leaves() if leaf.device_class}

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from types import MappingProxyType
+from typing import Mapping
 
-NO_DICT = MappingProxyType({})
+NO_DICT: Mapping = MappingProxyType({})
 NO_LIST: tuple = ()
 
 

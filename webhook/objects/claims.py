@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
 from webhook.objects.access import as_dict, as_list, as_str, integer
 
@@ -41,7 +42,7 @@ class ClaimSpec:
     legacy_class: str | None  # v1alpha2 spec.resourceClassName
 
 
-def _request(raw: dict, path: str, beta1: bool) -> DeviceRequest:
+def _request(raw: Mapping, path: str, beta1: bool) -> DeviceRequest:
     name = as_str(raw.get("name")) or ""
     exactly = raw.get("exactly")
     first = as_list(raw.get("firstAvailable"))
@@ -64,7 +65,7 @@ def _request(raw: dict, path: str, beta1: bool) -> DeviceRequest:
     )
 
 
-def _config(raw: dict, path: str) -> OpaqueConfig | None:
+def _config(raw: Mapping, path: str) -> OpaqueConfig | None:
     opaque = as_dict(raw.get("opaque"))
     if not opaque:
         return None
@@ -78,7 +79,7 @@ def _config(raw: dict, path: str) -> OpaqueConfig | None:
     )
 
 
-def claim_spec(obj: dict, kind: str) -> ClaimSpec:
+def claim_spec(obj: Mapping, kind: str) -> ClaimSpec:
     """The device requests of a ResourceClaim (`spec`) or a ResourceClaimTemplate (`spec.spec`)."""
     api_version = as_str(obj.get("apiVersion")) or ""
     spec = as_dict(obj.get("spec"))
@@ -104,7 +105,7 @@ _DRIVER = re.compile(r"""device\.driver\s*==\s*(["'])([^"']+)\1""")
 _TYPE = re.compile(r"""device\.attributes\[\s*(["'])([^"']+)\1\s*\]\.type\s*==\s*(["'])([^"']+)\3""")
 
 
-def class_selectors(obj: dict) -> tuple[str | None, str | None]:
+def class_selectors(obj: Mapping) -> tuple[str | None, str | None]:
     """(driver, device type) a DeviceClass's CEL selectors pin, either quote style; None where they do not."""
     driver = device_type = None
     for sel in as_list(as_dict(obj.get("spec")).get("selectors")):

@@ -3,6 +3,7 @@ webhook's dispatch, the CLI and the chart's webhook rules (a test checks the cha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,5 +44,5 @@ LEGACY_DRA_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceC
                               "ResourceClaimParameters", "ResourceClassParameters", "PodSchedulingContext"})
 
 
-def is_legacy_dra(obj: dict) -> bool:
+def is_legacy_dra(obj: Mapping) -> bool:
     return obj.get("apiVersion") in LEGACY_DRA_VERSIONS and obj.get("kind") in LEGACY_DRA_KINDS

@@ -1,7 +1,7 @@
 """A pod-bearing object seen through its pod spec, with the field path prefix kept for messages."""
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from webhook.objects.access import NO_DICT, NO_LIST, as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, KindInfo
@@ -17,7 +17,7 @@ class Container(NamedTuple):
     path: str  # spec.containers[0]
     raw: dict
     section: str  # containers | initContainers | ephemeralContainers
-    index: int
+    position: int  # in its section (a field named index would hide tuple.index)
     # The fields the rules read, each read once here, of the right type or empty: every check and
     # mutation walks the containers, and a re-read per rule is most of what a rule costs.
     resources: Mapping
@@ -47,7 +47,7 @@ class PodView(NamedTuple):
         return self.kind.kind == "Pod"
 
 
-def display_name(obj: dict) -> str:
+def display_name(obj: Mapping) -> str:
     meta = as_dict(obj.get("metadata"))
     name = as_str(meta.get("name"))
     if name:
@@ -57,17 +57,23 @@ def display_name(obj: dict) -> str:
 
 
 def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
+    """The object's pod view; None for kinds without a pod spec."""
     info = BY_KIND.get(kind)
     if info is None or info.pod_spec_path is None:
         return None
-    node = obj
-    parent = obj
-    for key in info.pod_spec_path:
+    return view_of(obj, info, namespace)
+
+
+def view_of(obj: dict, info: KindInfo, namespace: str) -> PodView:
+    """The pod view of an object of `info`'s kind, which has a pod spec."""
+    node: Any = obj  # Any: a node on the way may be absent (an empty mapping) or of another type
+    parent: Any = obj
+    for key in info.pod_spec_path or ():
         parent = node
         node = as_dict(node.get(key)) if type(node) is dict else {}
     spec = node if type(node) is dict else {}
     meta = as_dict(obj.get("metadata")) if info.kind == "Pod" else as_dict(parent.get("metadata"))
-    prefix = ".".join(info.pod_spec_path)
+    prefix = ".".join(info.pod_spec_path or ())
     containers = []
     for section, plain in SECTIONS:
         for i, c in enumerate(as_list(spec.get(section))):
@@ -91,7 +97,7 @@ def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
     return PodView(info, namespace, display_name(obj), obj, spec, meta, prefix, tuple(containers))
 
 
-def claim_reference(entry: dict) -> tuple[str | None, str | None, bool]:
+def claim_reference(entry: Mapping) -> tuple[str | None, str | None, bool]:
     """(kind, name, legacy) that one `resourceClaims` entry refers to. The template wins when both are set
     (the apiserver refuses that; the CLI may see it); `legacy` is the alpha API's `source` wrapper."""
     legacy = "source" in entry

@@ -1,7 +1,7 @@
 """Which cohort a pod spec is bound for (DESIGN.md section 4)."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Mapping, NamedTuple
 
 from webhook.config.model import Cohort, Policy
 from webhook.objects.access import as_dict, as_list, as_str
@@ -28,7 +28,7 @@ class CohortChoice(NamedTuple):
 NONE = CohortChoice()
 
 
-def _expression_allows(expr: dict, labels) -> bool:
+def _expression_allows(expr: Mapping, labels) -> bool:
     key = as_str(expr.get("key"))
     op = expr.get("operator")
     values = as_list(expr.get("values"))

@@ -12,7 +12,7 @@ from webhook.objects.access import as_dict, as_str
 from webhook.objects.claims import class_selectors
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
 
-_EMPTY = MappingProxyType({})
+_EMPTY: Mapping = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class Context:
         return self.classes.get(name) if name else None
 
 
-def device_class_info(obj: dict, known: DeviceClassInfo | None = None) -> DeviceClassInfo:
+def device_class_info(obj: Mapping, known: DeviceClassInfo | None = None) -> DeviceClassInfo:
     """Read a DeviceClass object: driver and type from its CEL selectors, else from the config's entry."""
     meta = as_dict(obj.get("metadata"))
     spec = as_dict(obj.get("spec"))
@@ -67,7 +67,7 @@ def classes_from_objects(policy: Policy, objects) -> dict[str, DeviceClassInfo]:
     out = dict(policy.device_classes)
     for obj in objects:
         if type(obj) is dict:
-            info = device_class_info(obj, policy.device_classes.get(as_str(as_dict(obj.get("metadata")).get("name"))))
+            info = device_class_info(obj, policy.device_classes.get(as_str(as_dict(obj.get("metadata")).get("name")) or ""))
             if info.name:
                 out[info.name] = info
     return out

@@ -2,6 +2,8 @@
 original, so the patch diff can skip shared subtrees by identity and no deep copy is ever made."""
 from __future__ import annotations
 
+from typing import Any
+
 
 class Draft:
     def __init__(self, original: dict):
@@ -12,7 +14,7 @@ class Draft:
     def changed(self) -> bool:
         return bool(self._nodes)
 
-    def node(self, *path, create: type = dict):
+    def node(self, *path, create: Any = dict):
         """The draft's own container at `path`, copying each container on the way once; created empty (of
         type `create`) where absent or of another type. Later calls for the same path return the same node."""
         node = self._nodes.get(path)
@@ -23,11 +25,12 @@ class Draft:
         else:
             key = path[-1]
             parent = self.node(*path[:-1], create=list if type(key) is int else dict)
+            child: Any
             if type(parent) is dict:
                 child = parent.get(key)
             else:
                 child = parent[key] if key < len(parent) else None
-            node = child.copy() if type(child) is create else create()
+            node = create(child) if type(child) is create else create()  # a shallow copy, or new
             if type(parent) is list and key >= len(parent):
                 parent.append(node)
             else:

@@ -9,7 +9,7 @@ from webhook.config.model import DRA, Cohort, Policy
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.claims import claim_spec
 from webhook.objects.kinds import BY_KIND, is_legacy_dra
-from webhook.objects.podspec import PodView, display_name, pod_view
+from webhook.objects.podspec import PodView, display_name, view_of
 from webhook.policy.checks import (
     claim_shape,
     cohort_mismatch,
@@ -29,8 +29,13 @@ from webhook.policy.checks import (
 from webhook.policy.context import Context, device_class_info
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import analyse
-from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
 from webhook.policy.messages import mutation_message
+from webhook.policy.mutations import (
+    default_placement,
+    default_runtime_class,
+    default_security_context,
+    hide_gpus,
+)
 from webhook.policy.patch import make_patch
 from webhook.policy.results import Evaluation, Finding, Mutation, RuleError, Violation
 from webhook.rules import Action, Rule
@@ -56,7 +61,7 @@ def evaluate(obj: dict, *, kind: str, namespace: str, policy: Policy, context: C
     plan = _plan(policy, namespace)
     info = BY_KIND.get(kind)
     if info is not None and info.pod_spec_path is not None:
-        view = view or pod_view(obj, kind, namespace)
+        view = view or view_of(obj, info, namespace)
         return _pod_bearing(obj, view, view.name, namespace, operation, policy, context, plan, validate, mutate)
     name = display_name(obj)
     if not validate:
@@ -200,7 +205,7 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, v
             mutated = work.root
             patch = tuple(make_patch(obj, mutated))
             if validate:
-                view = pod_view(mutated, kind, namespace)
+                view = view_of(mutated, view.kind, namespace)
                 facts = analyse(view, policy, context)
     findings = _run_checks(plan.checks, facts, context, policy, lifted, errors) if validate else []
     cohort = facts.choice.cohort.name if facts.choice.cohort else None

@@ -13,7 +13,8 @@ from webhook.policy.cohorts import CohortChoice
 from webhook.policy.context import Context
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
-_NEITHER, _DEVICE_PLUGIN_ONLY, _DRA_ONLY = frozenset(), frozenset({DEVICE_PLUGIN}), frozenset({DRA})
+_NEITHER: frozenset[str] = frozenset()
+_DEVICE_PLUGIN_ONLY, _DRA_ONLY = frozenset({DEVICE_PLUGIN}), frozenset({DRA})
 _BOTH = _DEVICE_PLUGIN_ONLY | _DRA_ONLY
 
 
@@ -28,7 +29,7 @@ def is_gpu_resource(name: str) -> bool:
 class ResourceUse(NamedTuple):
     container: Container
     resource: str
-    count: float
+    amount: float  # how many (a field named count would hide tuple.count)
     path: str  # ...resources.limits (or .requests when only requests name it)
     device_class: DeviceClassInfo | None = None  # set when DRA serves the resource
 
@@ -100,7 +101,7 @@ def _claim_uses(view: PodView, policy: Policy, context: Context) -> tuple[ClaimU
         unresolved = None
         gpu: list[DeviceRequest] = []
         unknown: list[str] = []
-        if ref_kind:
+        if ref_kind and ref_name:
             found = context.claims.get((ref_kind, ref_name))
             if found is None or not found.found:
                 unresolved = found.reason if found is not None else "not resolved"

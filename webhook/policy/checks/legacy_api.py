@@ -1,3 +1,5 @@
+from typing import Mapping
+
 from webhook.objects.access import as_str
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
 from webhook.policy.messages import message
@@ -20,7 +22,7 @@ def check(facts, context, policy):
     ]
 
 
-def check_object(subject: str, obj: dict, spec, info, policy) -> list[Finding]:
+def check_object(subject: str, obj: Mapping, spec, info, policy) -> list[Finding]:
     """A DRA object: an alpha API version, a v1alpha2 resourceClassName, a DeviceClass's suitableNodes."""
     out = []
     version = as_str(obj.get("apiVersion")) or ""

@@ -20,7 +20,7 @@ def check(facts, context, policy):
     cohort = facts.choice.cohort
     if cohort is None or cohort.mechanism != DEVICE_PLUGIN or not facts.device_plugin:
         return []
-    several = [use for use in facts.device_plugin if use.count > 1]
+    several = [use for use in facts.device_plugin if use.amount > 1]
     if not several:
         return []
     failing = failing_shared_names(cohort)
@@ -30,7 +30,7 @@ def check(facts, context, policy):
         if word:
             out.append(Finding(RULE, use.path, message(
                 policy, RULE, facts.view.subject,
-                f"{use.container.label} requests {use.count:g} of the {word} resource {use.resource} ({use.path})",
+                f"{use.container.label} requests {use.amount:g} of the {word} resource {use.resource} ({use.path})",
                 f'cohort "{cohort.name}" fails requests for more than one shared replica at allocation time on the node '
                 "(UnexpectedAdmissionError, long after admission), and more replicas buy neither memory nor "
                 "proportional compute", f"request {use.resource}: 1")))

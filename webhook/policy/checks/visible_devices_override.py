@@ -1,3 +1,5 @@
+from typing import Mapping
+
 from webhook.objects.access import as_dict, as_str
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
@@ -20,7 +22,7 @@ def _env_sources(container):
                 yield i, kind, name, prefix, ref.get("optional") is True
 
 
-def _source(env: dict) -> str:
+def _source(env: Mapping) -> str:
     """Where the variable's value comes from, named without the value itself."""
     value_from = as_dict(env.get("valueFrom"))
     for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):

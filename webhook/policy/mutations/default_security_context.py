@@ -1,3 +1,5 @@
+from typing import Mapping
+
 from webhook.objects.access import as_dict, as_list, as_str, integer
 from webhook.rules import Rule
 
@@ -6,7 +8,7 @@ RULE = Rule.DEFAULT_SECURITY_CONTEXT
 _ESCALATING_CAPS = {"SYS_ADMIN", "CAP_SYS_ADMIN"}
 
 
-def _container_defaults(sc: dict, security) -> dict:
+def _container_defaults(sc: Mapping, security) -> dict:
     out = {}
     caps = as_dict(sc.get("capabilities"))
     added = as_list(caps.get("add"))
@@ -51,7 +53,7 @@ def mutate(draft, facts, policy):
         add = _container_defaults(sc, security)
         if not add:
             continue
-        index = c.index
+        index = c.position
         added = list(add)
         node = draft.node("spec", c.section, index, "securityContext")
         if "capabilities" in add and type(node.get("capabilities")) is dict:

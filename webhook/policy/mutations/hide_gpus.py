@@ -19,7 +19,7 @@ def mutate(draft, facts, policy):
         env = as_list(c.raw.get("env"))
         if any(as_dict(e).get("name") == VARIABLE for e in env):
             continue
-        index = c.index
+        index = c.position
         draft.node("spec", c.section, index, "env", create=list).append({"name": VARIABLE, "value": "void"})
         records.append((f"spec.{c.section}[{index}].env", f"{VARIABLE}=void on {c.label}, which requests no GPU, "
                         f'under the "{runtime}" runtime'))

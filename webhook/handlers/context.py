@@ -12,13 +12,7 @@ from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.claims import claim_spec
 from webhook.objects.kinds import BY_KIND
 from webhook.objects.podspec import PodView, claim_reference, view_of
-from webhook.policy.context import (
-    Context,
-    base_context,
-    classes_from_objects,
-    device_class_info,
-    extended_map,
-)
+from webhook.policy.context import Context, base_context, classes_from_objects, device_class_info, extended_map
 from webhook.policy.gpu import IMPLICIT_PREFIX
 
 _STANDARD_PREFIXES = ("kubernetes.io/", "requests.", "hugepages-")

@@ -30,7 +30,7 @@ class Draft:
                 child = parent.get(key)
             else:
                 child = parent[key] if key < len(parent) else None
-            node = create(child) if type(child) is create else create()  # a shallow copy, or new
+            node = child.copy() if type(child) is create else create()
             if type(parent) is list and key >= len(parent):
                 parent.append(node)
             else:

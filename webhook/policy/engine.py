@@ -30,12 +30,7 @@ from webhook.policy.context import Context, device_class_info
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import analyse
 from webhook.policy.messages import mutation_message
-from webhook.policy.mutations import (
-    default_placement,
-    default_runtime_class,
-    default_security_context,
-    hide_gpus,
-)
+from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
 from webhook.policy.patch import make_patch
 from webhook.policy.results import Evaluation, Finding, Mutation, RuleError, Violation
 from webhook.rules import Action, Rule

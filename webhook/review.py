@@ -74,57 +74,45 @@ _OPTIONAL = (("namespace", str), ("name", str), ("subResource", str), ("requestS
              ("object", dict), ("oldObject", dict), ("options", dict), ("requestKind", dict),
              ("requestResource", dict), ("dryRun", bool), ("userInfo", dict))
 _USER_STRINGS = (("username", str), ("uid", str))
-_STR_ONLY = frozenset({str})
 
 
 def _check_request(r: dict) -> None:
     uid = r.get("uid")
     if type(uid) is not str or not uid:
         raise BadReview("request.uid: must be a non-empty string" if "uid" in r else "request.uid: missing")
-    _gvk(r, "kind", "kind")
-    _gvk(r, "resource", "resource")
+    _gvk(r, "kind", ("version", "kind"))
+    _gvk(r, "resource", ("version", "resource"))
     op = r.get("operation")
     if op not in OPERATIONS:
         raise BadReview(f"request.operation: must be one of {', '.join(OPERATIONS)}, not {_show(op)}")
     _optional(r, _OPTIONAL, "request.")
-    user = r.get("userInfo")
-    if user is None:
-        user = r["userInfo"] = {}
-    elif user:
-        _optional(user, _USER_STRINGS, "request.userInfo.")
-        groups = user.get("groups")
-        if groups is not None and not _strings(groups):
-            raise BadReview("request.userInfo.groups: must be a list of strings")
-        extra = user.get("extra")
-        if extra is not None and (type(extra) is not dict or not all(map(_strings, extra.values()))):
-            raise BadReview("request.userInfo.extra: must map names to lists of strings")
+    user = r.setdefault("userInfo", {})
+    _optional(user, _USER_STRINGS, "request.userInfo.")
+    groups = user.get("groups")
+    if groups is not None and (type(groups) is not list or any(type(g) is not str for g in groups)):
+        raise BadReview("request.userInfo.groups: must be a list of strings")
+    extra = user.get("extra")
+    if extra is not None and (type(extra) is not dict or any(
+            type(v) is not list or any(type(s) is not str for s in v) for v in extra.values())):
+        raise BadReview("request.userInfo.extra: must map names to lists of strings")
     r["dryRun"] = r.get("dryRun") is True
-    obj = r.setdefault("object", None)
-    old = r.setdefault("oldObject", None)
-    if op == "CREATE" or op == "UPDATE":
-        if obj is None:
-            raise BadReview(f"request.object: required for {op}")
-        if old is None and op == "UPDATE":
-            raise BadReview("request.oldObject: required for UPDATE")
+    r.setdefault("object", None)
+    r.setdefault("oldObject", None)
+    if op in ("CREATE", "UPDATE") and r["object"] is None:
+        raise BadReview(f"request.object: required for {op}")
+    if op == "UPDATE" and r["oldObject"] is None:
+        raise BadReview("request.oldObject: required for UPDATE")
 
 
-def _strings(value) -> bool:
-    """A list of strings. (map and set run in C: this is read on every request.)"""
-    return type(value) is list and set(map(type, value)) <= _STR_ONLY
-
-
-def _gvk(r: dict, field: str, name_key: str) -> None:
+def _gvk(r: dict, field: str, required: tuple[str, ...]) -> None:
     value = r.get(field)
     if type(value) is not dict:
         raise BadReview(f"request.{field}: must be an object, not {_type(value)}" if field in r
                         else f"request.{field}: missing")
-    group = value.get("group")
-    if group is None:  # absent, or null: Go decodes null as ""
-        value["group"] = group = ""
-    version, name = value.get("version"), value.get(name_key)
-    if type(group) is str and type(version) is str and version and type(name) is str and name:
-        return
-    for key, v in (("group", group), ("version", version), (name_key, name)):  # the first that is wrong
+    if value.setdefault("group", "") is None:  # Go decodes null as ""
+        value["group"] = ""
+    for key in ("group", *required):
+        v = value.get(key)
         if type(v) is not str or (key != "group" and not v):
             raise BadReview(f"request.{field}.{key}: must be a {'' if key == 'group' else 'non-empty '}string, "
                             f"not {_type(v)}")

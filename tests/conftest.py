@@ -1,4 +1,22 @@
-"""Only the command-line options of the test suites (pytest reads `pytest_addoption` from the top conftest)."""
+"""The top conftest: which build of the package the suite imports, and the suites' command-line options
+(pytest reads `pytest_addoption` from here)."""
+import os
+import sys
+
+from tests.support import BUILD, BUILD_VARIABLE, python_env
+
+if BUILD is not None:
+    # Before anything imports `webhook`: the build first on sys.path, and in every subprocess's.
+    sys.path.insert(0, str(BUILD))
+    os.environ.update(python_env({k: v for k, v in os.environ.items() if k == "PYTHONPATH"}))
+    import webhook.policy.engine
+
+    if not webhook.policy.engine.__file__.endswith(".so"):
+        raise SystemExit(f"{BUILD_VARIABLE}={BUILD} holds no compiled package: run `make compiled` first")
+
+
+def pytest_report_header(config):
+    return f"gpu-admission: {'the compiled build in ' + str(BUILD) if BUILD else 'the sources'}"
 
 
 def pytest_addoption(parser):

@@ -1,6 +1,7 @@
 """Helpers shared by the test suites: where the repo and the shared fixtures are, and loading manifests."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
@@ -13,6 +14,19 @@ FIXTURES = SHARED / "fixtures"
 REAL_MANIFESTS = FIXTURES / "real-manifests"
 API_TESTDATA = FIXTURES / "k8s-api-testdata"
 SEED = DATA / "seed"
+# `make test` runs the suite twice: against the sources, then with this variable naming the package as the
+# container image builds it (`make compiled`: the request path compiled with mypyc). Relative to the repo.
+BUILD_VARIABLE = "GPU_ADMISSION_TEST_BUILD"
+BUILD = REPO / os.environ[BUILD_VARIABLE] if os.environ.get(BUILD_VARIABLE) else None
+
+
+def python_env(env: dict) -> dict:
+    """`env` for a Python subprocess, so that it imports the same build of the package as this test run."""
+    if BUILD is None:
+        return env
+    path = os.pathsep.join(filter(None, (str(BUILD), env.get("PYTHONPATH"))))
+    # PYTHONSAFEPATH: `python -m` from the repo must not put the sources ahead of the build.
+    return {**env, "PYTHONPATH": path, "PYTHONSAFEPATH": "1"}
 
 
 def load_docs(*paths: Path) -> list[dict]:

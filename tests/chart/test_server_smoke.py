@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import python_env
+
 from .conftest import rendered_set
 from .test_dockerfile import ENTRYPOINT
 
@@ -54,8 +56,8 @@ def server(tmp_path_factory):
     env = {k: v.replace(ROOT, str(base / ROOT.lstrip("/"))) for k, v in env.items()}
     env["GPU_ADMISSION_BIND"] = f"127.0.0.1:{port}"
     env["GPU_ADMISSION_WORKERS"] = "1"
-    process_env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(base / "tmp"),
-                   **env}
+    process_env = python_env({"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1",
+                              "TMPDIR": str(base / "tmp"), **env})
     (base / "tmp").mkdir(exist_ok=True)  # the emptyDir at /tmp
     gunicorn = Path(sys.executable).with_name(ENTRYPOINT[0])
     log = (base / "server.log").open("wb")

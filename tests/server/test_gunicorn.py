@@ -21,6 +21,7 @@ import pytest
 from cryptography import x509
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support import BUILD
 from webhook.server import certs
 
 from .apiserver import ApiServer
@@ -90,6 +91,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _runs_compiled(pgid: int) -> bool:
+    """Whether the server's processes have mypyc-compiled modules loaded."""
+    maps = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getpgid(int(pid)) == pgid:
+                maps.append(Path(f"/proc/{pid}/maps").read_text())
+        except OSError:
+            continue
+    assert len(maps) >= 3, "the master and both workers"
+    return any("__mypyc" in m for m in maps)
+
+
 def _wait(condition, timeout: float = 15.0, what: str = ""):
     deadline = time.monotonic() + timeout
     while True:
@@ -140,6 +154,8 @@ def test_deployed_server(deployed):
     assert first.mutate.patch and first.reinvoked is not None
     assert conn.opened == 1 and len(api.calls) == 3
     old_serial = conn.served_serial()
+    # The workers run the build this suite runs: on `make test`'s second run, the compiled one the image has.
+    assert _runs_compiled(deployed.proc.pid) is (BUILD is not None)
 
     # Renew the serving certificate (same CA) as cert-manager and the kubelet do, while calls go on.
     failures, sent = [], []

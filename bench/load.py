@@ -134,9 +134,10 @@ def runs_compiled(pgid: int) -> bool:
     return False
 
 
-def start(app: str, env: dict, ca: Path, port: int) -> subprocess.Popen:
+def start(app: str, env: dict, ca: Path, port: int, cwd: Path) -> subprocess.Popen:
+    # cwd: gunicorn puts it first on sys.path, where the sources would shadow the compiled build.
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--config", "python:webhook.server.gunicorn_conf",
-                             "--pythonpath", str(REPO / "bench"), app], env=env, cwd=REPO,
+                             "--pythonpath", str(REPO / "bench"), app], env=env, cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     context = ssl.create_default_context(cafile=str(ca))
     deadline = time.monotonic() + 30
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                     env["GPU_ADMISSION_THREADS"] = str(args.threads)
                 if build is not None:  # both apps alike; PYTHONSAFEPATH: the sources in the cwd must not come first
                     env.update(PYTHONPATH=str(build), PYTHONSAFEPATH="1")
-                procs.append(start(app, env, work / "tls/ca.crt", port))
+                procs.append(start(app, env, work / "tls/ca.crt", port, work))
                 pgids[name] = procs[-1].pid  # started in a new session: its pid is the group's id
                 urls[name] = f"https://127.0.0.1:{port}/{args.endpoint}?timeout=10s"
                 if name == "webhook":

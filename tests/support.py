@@ -20,6 +20,19 @@ BUILD_VARIABLE = "GPU_ADMISSION_TEST_BUILD"
 BUILD = REPO / os.environ[BUILD_VARIABLE] if os.environ.get(BUILD_VARIABLE) else None
 
 
+def runs_compiled(pgid: int) -> bool:
+    """Whether the server started as process group `pgid` has mypyc-compiled modules loaded (Linux)."""
+    maps = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getpgid(int(pid)) == pgid:
+                maps.append(Path(f"/proc/{pid}/maps").read_text())
+        except OSError:
+            continue
+    assert len(maps) >= 2, "a gunicorn master and its workers"
+    return any("__mypyc" in m for m in maps)
+
+
 def python_env(env: dict) -> dict:
     """`env` for a Python subprocess, so that it imports the same build of the package as this test run."""
     if BUILD is None:

@@ -2,8 +2,17 @@
 
 Under gunicorn with several workers, prometheus-client's multiprocess mode keeps each worker's values
 in files under `Settings.metrics_dir`, and `/metrics` sums them, so whichever worker answers a
-scrape reports the whole pod."""
+scrape reports the whole pod.
+
+Requests are tallied in plain Python first and reach the registry at `flush()`: once a second from the
+worker's flush thread, before every exposition and when the worker exits. A prometheus-client update
+takes a lock and, in multiprocess mode, writes a memory-mapped file, three times per request (the
+counter, the histogram's sum and bucket): measured in a loaded worker, about 15 us of the request's
+CPU time, against 2-3 us for the tally."""
 from __future__ import annotations
+
+import threading
+from bisect import bisect_left
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -45,16 +54,34 @@ class Metrics:
         self.policy_loaded_at = Gauge(
             "gpu_admission_policy_loaded_timestamp_seconds", "When the policy in force was loaded.",
             registry=r, multiprocess_mode="livemax")
-        self._children: dict[tuple[str, str, str], tuple] = {}
+        # (endpoint, kind, result) -> [count, sum of seconds, count per latency bucket (+Inf last)]
+        self._tally: dict[tuple[str, str, str], list] = {}
+        self._tally_lock = threading.Lock()  # the worker's threads tally at once; flush swaps the dict
 
     def observe_request(self, endpoint: str, kind: str, result: str, seconds: float) -> None:
         key = (endpoint, kind if kind in BY_KIND else OTHER_KIND, result)
-        children = self._children.get(key)
-        if children is None:  # .labels() costs microseconds; requests reuse a few label sets
-            children = (self.requests.labels(*key), self.latency.labels(*key[:2]))
-            self._children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        bucket = bisect_left(LATENCY_BUCKETS, seconds)  # the first bound >= seconds, as Histogram.observe
+        with self._tally_lock:
+            tally = self._tally.get(key)
+            if tally is None:
+                tally = self._tally[key] = [0, 0.0, [0] * (len(LATENCY_BUCKETS) + 1)]
+            tally[0] += 1
+            tally[1] += seconds
+            tally[2][bucket] += 1
+
+    def flush(self) -> None:
+        """Move the tallied requests into the registry (and so, under gunicorn, into the worker's file)."""
+        with self._tally_lock:
+            tallies, self._tally = self._tally, {}
+        for (endpoint, kind, result), (count, total, buckets) in tallies.items():
+            self.requests.labels(endpoint, kind, result).inc(count)
+            histogram = self.latency.labels(endpoint, kind)
+            # prometheus-client observes one value at a time; these are the values observe() updates
+            # (test_metrics compares the exposition of both ways).
+            histogram._sum.inc(total)
+            for value, n in zip(histogram._buckets, buckets):
+                if n:
+                    value.inc(n)
 
     def observe_evaluation(self, evaluation: Evaluation) -> None:
         # validation findings from `violations`; mutations from `mutations`, which also holds those applied silently
@@ -79,6 +106,7 @@ class Metrics:
             self.policy_ok.set(0)
 
     def exposition(self) -> bytes:
+        self.flush()  # this worker's tallies; the others' are at most a flush interval old
         if self._multiprocess_dir is None:
             return generate_latest(self.registry)
         registry = CollectorRegistry()

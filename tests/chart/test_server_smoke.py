@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import python_env
+from tests.support import BUILD, python_env, runs_compiled
 
 from .conftest import rendered_set
 from .test_dockerfile import ENTRYPOINT
@@ -61,7 +61,8 @@ def server(tmp_path_factory):
     (base / "tmp").mkdir(exist_ok=True)  # the emptyDir at /tmp
     gunicorn = Path(sys.executable).with_name(ENTRYPOINT[0])
     log = (base / "server.log").open("wb")
-    process = subprocess.Popen([str(gunicorn), *ENTRYPOINT[1:]], env=process_env, stdout=log,
+    # cwd: the image's WORKDIR holds no sources (gunicorn puts its cwd first on sys.path)
+    process = subprocess.Popen([str(gunicorn), *ENTRYPOINT[1:]], env=process_env, cwd=base, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True)
     service = rendered.one("Service")["metadata"]["name"]
     host = f"{service}.{deployment['metadata']['namespace']}.svc"
@@ -90,7 +91,7 @@ def server(tmp_path_factory):
             assert process.poll() is None, (base / "server.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the server did not start: " + (base / "server.log").read_text()[-3000:]
             time.sleep(0.2)
-        yield {"request": request, "container": container, "rendered": rendered}
+        yield {"request": request, "container": container, "rendered": rendered, "pgid": process.pid}
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -99,6 +100,11 @@ def server(tmp_path_factory):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
+
+
+def test_serves_the_build_under_test(server):
+    # On `make test`'s second run, the compiled build the image installs.
+    assert runs_compiled(server["pgid"]) is (BUILD is not None)
 
 
 @pytest.mark.parametrize("probe", [pytest.param(p, id=p) for p in ("startupProbe", "livenessProbe", "readinessProbe")])

@@ -21,8 +21,9 @@ import pytest
 from cryptography import x509
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import BUILD
+from tests.support import BUILD, runs_compiled
 from webhook.server import certs
+from webhook.server.runner import METRICS_FLUSH_SECONDS
 
 from .apiserver import ApiServer
 from .conftest import Volume, policy_text
@@ -91,17 +92,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _runs_compiled(pgid: int) -> bool:
-    """Whether the server's processes have mypyc-compiled modules loaded."""
-    maps = []
+def _listeners(pgid: int, port: int) -> dict[int, int]:
+    """How many sockets listening on `port` each process of the group holds (Linux /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    held: dict[int, int] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if os.getpgid(int(pid)) == pgid:
-                maps.append(Path(f"/proc/{pid}/maps").read_text())
+            if os.getpgid(int(pid)) != pgid:
+                continue
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
         except OSError:
             continue
-    assert len(maps) >= 3, "the master and both workers"
-    return any("__mypyc" in m for m in maps)
+        if count := sum(link in inodes for link in links):
+            held[int(pid)] = count
+    return held
 
 
 def _wait(condition, timeout: float = 15.0, what: str = ""):
@@ -155,7 +164,10 @@ def test_deployed_server(deployed):
     assert conn.opened == 1 and len(api.calls) == 3
     old_serial = conn.served_serial()
     # The workers run the build this suite runs: on `make test`'s second run, the compiled one the image has.
-    assert _runs_compiled(deployed.proc.pid) is (BUILD is not None)
+    assert runs_compiled(deployed.proc.pid) is (BUILD is not None)
+    # Each worker listens on its own socket (the kernel spreads connections over them); the master on none.
+    holders = _listeners(deployed.proc.pid, deployed.port)
+    assert sorted(holders.values()) == [1, 1] and deployed.proc.pid not in holders
 
     # Renew the serving certificate (same CA) as cert-manager and the kubelet do, while calls go on.
     failures, sent = [], []
@@ -189,10 +201,16 @@ def test_deployed_server(deployed):
     assert ready["ready"] is True and ready["policy"]["inForce"] == "last good policy"
     status, metrics = conn.get("/metrics")
     assert status == 200 and b"gpu_admission_policy_reload_ok 0.0" in metrics
-    # Every call so far counted once, whichever worker answered it (each writes its own file).
-    counted = sum(s.value for family in text_string_to_metric_families(metrics.decode())
-                  if family.name == "gpu_admission_requests" for s in family.samples if s.name.endswith("_total"))
-    assert counted == len(api.calls)
+
+    # Every call so far counted once, whichever worker answered it (each writes its own file, the other
+    # worker's tallies within a flush interval).
+    def counted() -> float:
+        text = conn.get("/metrics")[1].decode()
+        return sum(s.value for family in text_string_to_metric_families(text)
+                   if family.name == "gpu_admission_requests" for s in family.samples if s.name.endswith("_total"))
+
+    _wait(lambda: counted() >= len(api.calls), timeout=5 * METRICS_FLUSH_SECONDS, what="every call counted")
+    assert counted() == len(api.calls)
     assert not api.admit(POD).allowed
     # Fixed: every worker takes it.
     deployed.policy.update({"policy.yaml": policy_text("mode: audit")})

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from gunicorn import glogging
@@ -13,6 +15,7 @@ from gunicorn.config import Config
 
 from tests.support import python_env
 from webhook import settings as s
+from webhook.app import create_app, runtime
 from webhook.server.runner import MetricsDir, options
 from webhook.settings import Settings, SettingsError
 
@@ -84,10 +87,17 @@ def metrics_env(monkeypatch, tmp_path):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
 
+def _free_bind() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
 def test_gunicorn_options_for_the_deployment(tmp_path, metrics_env):
     settings = Settings(tls_cert=tmp_path / "c", tls_key=tmp_path / "k", bind="0.0.0.0:8443", workers=2)
     opts = options(settings)
     assert opts["worker_class"] == "gthread"  # keeps connections alive, no monkey-patching
+    assert opts["reuse_port"] is True  # a listening socket per worker: the kernel spreads the connections
     assert opts["keepalive"] > 90  # the apiserver's idle connections live 90 s: it closes them, not us
     assert opts["bind"] == ["0.0.0.0:8443"] and opts["workers"] == 2
     assert opts["certfile"] == str(tmp_path / "c") and callable(opts["ssl_context"])
@@ -111,7 +121,7 @@ def test_no_access_line_is_built(tmp_path, metrics_env):
 
 def test_the_metrics_directory_lives_as_long_as_gunicorn(tmp_path, metrics_env):
     metrics = MetricsDir(None)
-    opts = options(Settings(), metrics)
+    opts = options(Settings(bind=_free_bind()), metrics)
     opts["on_starting"](None)
     assert metrics.path.parent == tmp_path and metrics.path.is_dir()
     assert os.environ[s.ENV_METRICS_DIR] == str(metrics.path)
@@ -121,8 +131,35 @@ def test_the_metrics_directory_lives_as_long_as_gunicorn(tmp_path, metrics_env):
 
 def test_a_configured_metrics_directory_is_cleared_not_removed(tmp_path, metrics_env):
     (tmp_path / "counter_123.db").write_bytes(b"stale")
-    opts = options(Settings(metrics_dir=tmp_path))
+    opts = options(Settings(metrics_dir=tmp_path, bind=_free_bind()))
     opts["on_starting"](None)
     assert not list(tmp_path.glob("*.db"))
     opts["on_exit"](None)
     assert tmp_path.is_dir()
+
+
+def test_an_address_in_use_stops_gunicorn_before_anything_starts(tmp_path, metrics_env, caplog):
+    """With SO_REUSEPORT a second server could share the port silently; on_starting refuses instead."""
+    caplog.set_level("CRITICAL", logger="gpu_admission")
+    metrics = MetricsDir(None)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        bind = f"127.0.0.1:{taken.getsockname()[1]}"
+        with pytest.raises(SystemExit) as stopped:
+            options(Settings(bind=bind), metrics)["on_starting"](None)
+    assert stopped.value.code == 1 and metrics.path is None  # no metrics directory made
+    (line,) = [r.fields for r in caplog.records if getattr(r, "fields", {}).get("event") == "address-unavailable"]
+    assert line["bind"] == bind and "in use" in line["error"]
+
+
+def test_a_worker_counts_its_last_requests_when_it_exits(tmp_path, metrics_env):
+    """gunicorn calls worker_exit in the worker after its last request: the tallies not yet flushed."""
+    app = create_app(Settings())
+    metrics = runtime(app).metrics
+    metrics.observe_request("validate", "Pod", "allowed", 0.0004)
+    labels = {"endpoint": "validate", "kind": "Pod", "result": "allowed"}
+    assert metrics.registry.get_sample_value("gpu_admission_requests_total", labels) is None  # tallied only
+    options(Settings())["worker_exit"](None, SimpleNamespace(wsgi=app))
+    assert metrics.registry.get_sample_value("gpu_admission_requests_total", labels) == 1.0
+    options(Settings())["worker_exit"](None, SimpleNamespace())  # an app that never loaded: nothing to do

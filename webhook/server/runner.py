@@ -9,12 +9,13 @@ import gc
 import logging
 import os
 import shutil
+import socket
 import ssl
 import tempfile
 from pathlib import Path
 
 from flask import Flask
-from gunicorn import glogging
+from gunicorn import glogging, util
 from gunicorn.app.base import BaseApplication
 
 from webhook.config import ConfigError
@@ -27,6 +28,7 @@ from webhook.settings import ENV_METRICS_DIR, Settings
 
 log = logging.getLogger(f"{LOGGER}.server")
 METRICS_PREFIX = "gpu-admission-metrics-"
+METRICS_FLUSH_SECONDS = 1.0  # how old another worker's request counts may be in a scrape
 
 
 class MetricsDir:
@@ -68,6 +70,7 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
     metrics = metrics or MetricsDir(settings.metrics_dir)
 
     def on_starting(server):
+        _refuse_taken_address(settings.bind)
         metrics.create()
 
     def post_fork(server, worker):
@@ -79,6 +82,14 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
 
         pid = os.getpid()
         values.ValueClass = values.MultiProcessValue(process_identifier=lambda: pid)
+
+    def worker_exit(server, worker):
+        # In the worker, after its last request: what it tallied since the last flush is counted too.
+        from webhook.app import runtime
+
+        app = getattr(worker, "wsgi", None)  # unset when the app failed to load
+        if isinstance(app, Flask):
+            runtime(app).metrics.flush()
 
     def child_exit(server, worker):
         from prometheus_client import multiprocess
@@ -92,6 +103,12 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
         "bind": [settings.bind],
         "workers": settings.workers,
         "worker_class": "gthread",
+        # Each worker listens on its own SO_REUSEPORT socket (gunicorn >= 24), and the kernel spreads new
+        # connections over them. On one shared socket, whichever worker wakes first takes the connections
+        # that arrive together, and a gthread worker keeps them: the apiserver's few long-lived connections
+        # piled onto one or two workers (measured: all 8 of bench/load.py's on one worker in 1 run of 5,
+        # 7+1 in others), leaving a CPU idle.
+        "reuse_port": True,
         "threads": settings.threads,
         "keepalive": settings.keepalive,
         "graceful_timeout": settings.graceful_timeout,
@@ -107,12 +124,28 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
         "control_socket_disable": True,  # gunicorn >= 25 would otherwise create a socket under $HOME
         "on_starting": on_starting,
         "post_fork": post_fork,
+        "worker_exit": worker_exit,
         "child_exit": child_exit,
         "on_exit": on_exit,
     }
     if settings.tls:
         out.update(certfile=str(settings.tls_cert), keyfile=str(settings.tls_key), ssl_context=ssl_context)
     return out
+
+
+def _refuse_taken_address(bind: str) -> None:
+    """Exit if something already listens on `bind`. SO_REUSEPORT would otherwise let a second server
+    (another `make run`, say) share the port silently, each getting part of the connections."""
+    host, port = util.parse_address(bind)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            log.critical("cannot listen on the address; not serving", extra={"fields": {
+                "event": "address-unavailable", "bind": bind, "error": exc.strerror or str(exc)}})
+            raise SystemExit(1) from None
 
 
 def ssl_context(config, default_ssl_context_factory):
@@ -144,6 +177,8 @@ def build_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask:
             raise
     if settings.policy_path is not None:
         Watcher(runtime(app).store.refresh, settings.reload_interval, "policy-watch").start()
+    # Requests are tallied in the worker and reach its metrics file here (webhook/metrics.py).
+    Watcher(runtime(app).metrics.flush, METRICS_FLUSH_SECONDS, "metrics-flush").start()
     log.info("webhook ready", extra={"fields": {"event": "started", "policy": runtime(app).store.status.source,
                                                 "tls": settings.tls}})
     # Everything loaded so far lives as long as the worker: keep the collector from walking it again

@@ -22,8 +22,10 @@ test: $(STAMP)
 	GPU_ADMISSION_TEST_BUILD=$(COMPILED) $(BIN)/pytest
 
 # The package as the image installs it, unpacked into build/compiled (setup.py, [tool.gpu-admission]).
+# From a clean build/: setuptools would package what an earlier build left in build/lib (a module
+# compiled then but no longer listed, whose copy of the modules it imports is another group's).
 compiled: $(STAMP)
-	rm -rf build/wheel $(COMPILED)
+	rm -rf build
 	GPU_ADMISSION_COMPILE=1 $(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir build/wheel .
 	$(BIN)/python -m zipfile -e build/wheel/gpu_admission-*.whl $(COMPILED)
 

@@ -1,7 +1,7 @@
 """A pod-bearing object seen through its pod spec, with the field path prefix kept for messages."""
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Final, Mapping, Sequence
 
 from webhook.objects.access import NO_DICT, NO_LIST, as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, KindInfo
@@ -9,33 +9,43 @@ from webhook.objects.kinds import BY_KIND, KindInfo
 SECTIONS = (("containers", "container"), ("initContainers", "init container"), ("ephemeralContainers", "ephemeral container"))
 
 
-# NamedTuples, not frozen dataclasses: views are built on every admission request and a tuple is
-# several times cheaper to construct; they are just as immutable.
-class Container(NamedTuple):
-    name: str
-    label: str  # 'container "trainer"' as messages say it
-    path: str  # spec.containers[0]
-    raw: dict
-    section: str  # containers | initContainers | ephemeralContainers
-    position: int  # in its section (a field named index would hide tuple.index)
-    # The fields the rules read, each read once here, of the right type or empty: every check and
-    # mutation walks the containers, and a re-read per rule is most of what a rule costs.
-    resources: Mapping
-    env: Sequence
-    env_from: Sequence
-    security: Mapping  # securityContext
-    mounts: Sequence  # volumeMounts
+# Views are built on every admission request. Plain classes with Final fields (mypy refuses any
+# reassignment), not NamedTuples or frozen dataclasses: in the compiled build (mypyc) a plain class is
+# built natively, about 10 times faster than a NamedTuple and 20 times faster than a frozen dataclass.
+class Container:
+    __slots__ = ("name", "label", "path", "raw", "section", "position", "resources", "env", "env_from", "security",
+                 "mounts")
+
+    def __init__(self, name: str, label: str, path: str, raw: dict, section: str, position: int, resources: Mapping,
+                 env: Sequence, env_from: Sequence, security: Mapping, mounts: Sequence) -> None:
+        self.name: Final = name
+        self.label: Final = label  # 'container "trainer"' as messages say it
+        self.path: Final = path  # spec.containers[0]
+        self.raw: Final = raw
+        self.section: Final = section  # containers | initContainers | ephemeralContainers
+        self.position: Final = position  # in its section
+        # The fields the rules read, each read once here, of the right type or empty: every check and
+        # mutation walks the containers, and a re-read per rule is most of what a rule costs.
+        self.resources: Final = resources
+        self.env: Final = env
+        self.env_from: Final = env_from
+        self.security: Final = security  # securityContext
+        self.mounts: Final = mounts  # volumeMounts
 
 
-class PodView(NamedTuple):
-    kind: KindInfo
-    namespace: str
-    name: str  # display name: generateName + "*" when the apiserver has not named it yet
-    obj: dict
-    spec: dict
-    meta: dict  # the pod's own metadata: the object's for a Pod, the template's for workloads
-    prefix: str  # "spec" or "spec.template.spec"
-    containers: tuple[Container, ...]
+class PodView:
+    __slots__ = ("kind", "namespace", "name", "obj", "spec", "meta", "prefix", "containers")
+
+    def __init__(self, kind: KindInfo, namespace: str, name: str, obj: dict, spec: Mapping, meta: Mapping, prefix: str,
+                 containers: tuple[Container, ...]) -> None:
+        self.kind: Final = kind
+        self.namespace: Final = namespace
+        self.name: Final = name  # display name: generateName + "*" when the apiserver has not named it yet
+        self.obj: Final = obj
+        self.spec: Final = spec
+        self.meta: Final = meta  # the pod's own metadata: the object's for a Pod, the template's for workloads
+        self.prefix: Final = prefix  # "spec" or "spec.template.spec"
+        self.containers: Final = containers
 
     @property
     def subject(self) -> str:

@@ -1,7 +1,7 @@
 """Which cohort a pod spec is bound for (DESIGN.md section 4)."""
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from typing import Final, Mapping
 
 from webhook.config.model import Cohort, Policy
 from webhook.objects.access import as_dict, as_list, as_str
@@ -14,15 +14,21 @@ INFERRED = "inferred"
 AFFINITY_PATH = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 
 
-class CohortChoice(NamedTuple):
-    cohort: Cohort | None = None
-    source: str | None = None  # selector | namespace | inferred
-    conflict: tuple[str, ...] = ()  # names of the cohorts a contradictory selector targets
-    path: str = ""  # where the choice (or the conflict) comes from
-    # Cohorts whose nodes cannot satisfy the pod's node selection although it names none: a namespace
-    # default or an inferred cohort must never be one of them (the pod would never schedule there).
-    excluded: tuple[str, ...] = ()
-    paths: tuple[str, ...] = ()  # every field that names a cohort (nodeSelector, required affinity)
+class CohortChoice:
+    """A plain class with Final fields, built on every request: see podspec.Container."""
+
+    __slots__ = ("cohort", "source", "conflict", "path", "excluded", "paths")
+
+    def __init__(self, cohort: Cohort | None = None, source: str | None = None, conflict: tuple[str, ...] = (),
+                 path: str = "", excluded: tuple[str, ...] = (), paths: tuple[str, ...] = ()) -> None:
+        self.cohort: Final = cohort
+        self.source: Final = source  # selector | namespace | inferred
+        self.conflict: Final = conflict  # names of the cohorts a contradictory selector targets
+        self.path: Final = path  # where the choice (or the conflict) comes from
+        # Cohorts whose nodes cannot satisfy the pod's node selection although it names none: a namespace
+        # default or an inferred cohort must never be one of them (the pod would never schedule there).
+        self.excluded: Final = excluded
+        self.paths: Final = paths  # every field that names a cohort (nodeSelector, required affinity)
 
 
 NONE = CohortChoice()

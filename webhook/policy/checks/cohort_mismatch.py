@@ -1,5 +1,7 @@
-from webhook.config.model import DEVICE_PLUGIN, DRA
+from webhook.config.model import DEVICE_PLUGIN, DRA, Policy
 from webhook.policy.cohorts import INFERRED
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -7,13 +9,14 @@ from webhook.rules import Rule
 RULE = Rule.COHORT_MISMATCH
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     choice = facts.choice
     if choice.conflict:
         return _conflict(facts, choice, policy)
     cohort = choice.cohort
     if cohort is None or choice.source == INFERRED:
         return []
+    found: tuple[object, ...]
     if cohort.mechanism == DRA:
         found = facts.device_plugin
     elif cohort.mechanism == DEVICE_PLUGIN:

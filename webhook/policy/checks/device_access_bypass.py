@@ -1,6 +1,9 @@
 import posixpath
 
+from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -43,7 +46,7 @@ def _meta_path(view) -> str:
     return "metadata" if view.is_pod else view.prefix[: -len(".spec")] + ".metadata"
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     view = facts.view
     out = []
     gpu_scope = facts.choice.cohort is not None or facts.is_gpu

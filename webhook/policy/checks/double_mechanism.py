@@ -1,3 +1,6 @@
+from webhook.config.model import Policy
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -5,7 +8,7 @@ from webhook.rules import Rule
 RULE = Rule.DOUBLE_MECHANISM
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if not facts.device_plugin or not (facts.gpu_claims or facts.dra_resources):
         return []
     dp = facts.device_plugin[0]
@@ -20,7 +23,8 @@ def check(facts, context, policy):
         keep = "either the limit or the claim"
     else:
         use = facts.dra_resources[0]
-        other = f"{use.resource} (DRA, DeviceClass \"{use.device_class.name}\", {use.path})"
+        served_by = use.device_class.name if use.device_class else "?"  # always set on a DRA-served resource
+        other = f"{use.resource} (DRA, DeviceClass \"{served_by}\", {use.path})"
         joined = f"and {other}" if use.container.name == dp.container.name else f"while {use.container.label} requests {other}"
         keep = "one of the two resources"
     what = f"{dp.container.label} requests {dp.resource} ({dp.path}) {joined}"

@@ -1,7 +1,10 @@
 from typing import Mapping
 
+from webhook.config.model import Policy
 from webhook.objects.access import as_str
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -10,7 +13,7 @@ RULE = Rule.LEGACY_API
 WHY = "no Kubernetes 1.34+ cluster accepts this shape (it was removed with the alpha DRA API)"
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if not facts.claims:
         return []
     return [

@@ -1,4 +1,6 @@
-from webhook.config.model import DEVICE_PLUGIN, DRA
+from webhook.config.model import DEVICE_PLUGIN, DRA, Policy
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -108,7 +110,7 @@ def _dra(facts, cohort, context, policy):
     return out
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     cohort = facts.choice.cohort
     if cohort is None:
         return []

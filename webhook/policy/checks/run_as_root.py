@@ -1,4 +1,7 @@
+from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, integer
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -26,7 +29,7 @@ def _contradictions(sc, security, container: bool) -> list:
     return out
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     cohort = facts.choice.cohort
     if cohort is None:
         return []

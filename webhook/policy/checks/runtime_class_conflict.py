@@ -1,4 +1,6 @@
-from webhook.config.model import DEVICE_PLUGIN
+from webhook.config.model import DEVICE_PLUGIN, Policy
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -6,7 +8,7 @@ from webhook.rules import Rule
 RULE = Rule.RUNTIME_CLASS_CONFLICT
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     cohort = facts.choice.cohort
     if cohort is None or cohort.mechanism != DEVICE_PLUGIN or not facts.device_plugin:
         return []

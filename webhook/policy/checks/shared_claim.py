@@ -1,3 +1,6 @@
+from webhook.config.model import Policy
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -5,7 +8,7 @@ from webhook.rules import Rule
 RULE = Rule.SHARED_CLAIM
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if not facts.gpu_claims:
         return []
     return [

@@ -1,3 +1,6 @@
+from webhook.config.model import Policy
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -22,7 +25,7 @@ def marked_exclusive(facts, policy) -> bool:
     return False
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if not facts.device_plugin and not facts.claims:
         return []
     shared = shared_names(facts)
@@ -52,6 +55,8 @@ def check(facts, context, policy):
             else:
                 # time-slicing or MPS without renameByDefault: the shared replicas keep the exclusive name
                 cohort = facts.choice.cohort
+                if cohort is None:  # unreachable: the shared names are the cohort's
+                    continue
                 how = "MPS" if cohort.mps is not None and use.resource in cohort.mps.exposed_names() else "time-sliced"
                 what = f'{use.resource} ({use.path}), which cohort "{cohort.name}" hands out as {how} replicas,'
                 fix = "target a cohort whose GPUs are not shared, or remove the label"

@@ -1,4 +1,6 @@
-from webhook.policy.gpu import IMPLICIT_PREFIX
+from webhook.config.model import Policy
+from webhook.policy.context import Context
+from webhook.policy.gpu import IMPLICIT_PREFIX, GpuFacts
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -6,7 +8,7 @@ from webhook.rules import Rule
 RULE = Rule.UNRESOLVED_CLAIM
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if not facts.claims and not facts.unknown_classes:
         return []
     out = []

@@ -1,6 +1,9 @@
 from typing import Mapping
 
+from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_str
+from webhook.policy.context import Context
+from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
 from webhook.rules import Action, Rule
@@ -36,7 +39,7 @@ def _source(env: Mapping) -> str:
     return "with a literal value"
 
 
-def check(facts, context, policy):
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     variables = policy.visible_device_variables
     gpu_containers = None
     out = []

@@ -2,6 +2,7 @@ import posixpath
 
 from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message
@@ -42,7 +43,7 @@ def under_device_list(mount_path: str) -> bool:
     return p == d or p.startswith(d + "/")
 
 
-def _meta_path(view) -> str:
+def _meta_path(view: PodView) -> str:
     return "metadata" if view.is_pod else view.prefix[: -len(".spec")] + ".metadata"
 
 

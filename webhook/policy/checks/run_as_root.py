@@ -1,4 +1,6 @@
-from webhook.config.model import Policy
+from typing import Mapping
+
+from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, integer
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
@@ -9,7 +11,7 @@ from webhook.rules import Rule
 RULE = Rule.RUN_AS_ROOT
 
 
-def _contradictions(sc, security, container: bool) -> list:
+def _contradictions(sc: Mapping, security: SecurityDefaults, container: bool) -> list[tuple[str, str, str]]:
     """(field, what, fix) for each setting of `sc` that contradicts the defaults. Runs for every
     securityContext of every cohort-bound pod: it only reads the four fields that can contradict."""
     out = []

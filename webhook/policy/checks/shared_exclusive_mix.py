@@ -8,7 +8,7 @@ from webhook.rules import Rule
 RULE = Rule.SHARED_EXCLUSIVE_MIX
 
 
-def shared_names(facts) -> frozenset[str]:
+def shared_names(facts: GpuFacts) -> frozenset[str]:
     cohort = facts.choice.cohort
     return cohort.shared_resources() if cohort is not None else frozenset()
 
@@ -17,7 +17,7 @@ def is_shared(name: str, shared: frozenset[str]) -> bool:
     return name in shared or name.endswith(".shared")
 
 
-def marked_exclusive(facts, policy) -> bool:
+def marked_exclusive(facts: GpuFacts, policy: Policy) -> bool:
     label = policy.exclusive_label
     for meta in (facts.view.meta, facts.view.obj.get("metadata")):
         if type(meta) is dict and type(meta.get("labels")) is dict and meta["labels"].get(label) == "true":

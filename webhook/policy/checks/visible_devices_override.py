@@ -81,7 +81,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     return out
 
 
-def _gpu_relevant(facts, policy) -> bool:
+def _gpu_relevant(facts: GpuFacts, policy: Policy) -> bool:
     if facts.is_gpu or facts.choice.cohort is not None:
         return True
     runtime = facts.view.spec.get("runtimeClassName")

@@ -20,13 +20,24 @@ BUILD_VARIABLE = "GPU_ADMISSION_TEST_BUILD"
 BUILD = REPO / os.environ[BUILD_VARIABLE] if os.environ.get(BUILD_VARIABLE) else None
 
 
-def runs_compiled(pgid: int) -> bool:
-    """Whether the server started as process group `pgid` has mypyc-compiled modules loaded (Linux)."""
-    maps = []
+def group_pids(pgid: int) -> list[int]:
+    """The processes of process group `pgid`: a server started in its own session (Linux /proc)."""
+    pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             if os.getpgid(int(pid)) == pgid:
-                maps.append(Path(f"/proc/{pid}/maps").read_text())
+                pids.append(int(pid))
+        except OSError:  # gone meanwhile
+            continue
+    return pids
+
+
+def runs_compiled(pgid: int) -> bool:
+    """Whether the server started as process group `pgid` has mypyc-compiled modules loaded."""
+    maps = []
+    for pid in group_pids(pgid):
+        try:
+            maps.append(Path(f"/proc/{pid}/maps").read_text())
         except OSError:
             continue
     assert len(maps) >= 2, "a gunicorn master and its workers"

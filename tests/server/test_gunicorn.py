@@ -21,7 +21,7 @@ import pytest
 from cryptography import x509
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import BUILD, runs_compiled
+from tests.support import BUILD, group_pids, runs_compiled
 from webhook.server import certs
 from webhook.server.runner import METRICS_FLUSH_SECONDS
 
@@ -101,15 +101,13 @@ def _listeners(pgid: int, port: int) -> dict[int, int]:
             if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
                 inodes.add(f"socket:[{fields[9]}]")
     held: dict[int, int] = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in group_pids(pgid):
         try:
-            if os.getpgid(int(pid)) != pgid:
-                continue
             links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
         except OSError:
             continue
         if count := sum(link in inodes for link in links):
-            held[int(pid)] = count
+            held[pid] = count
     return held
 
 

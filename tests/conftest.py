@@ -8,7 +8,7 @@ from tests.support import BUILD, BUILD_VARIABLE, python_env
 if BUILD is not None:
     # Before anything imports `webhook`: the build first on sys.path, and in every subprocess's.
     sys.path.insert(0, str(BUILD))
-    os.environ.update(python_env({k: v for k, v in os.environ.items() if k == "PYTHONPATH"}))
+    os.environ.update(python_env({"PYTHONPATH": os.environ.get("PYTHONPATH", "")}))
     import webhook.policy.engine
 
     if not webhook.policy.engine.__file__.endswith(".so"):

@@ -1,7 +1,7 @@
 """Load benchmark of the webhook as deployed: gunicorn, TLS, kept-alive connections, driven by wrk.
 
     .venv/bin/python bench/load.py [--rounds 5] [--duration 5] [--connections 8] [--endpoint validate|mutate]
-                                   [--sources]
+                                   [--sources] [--floor]
 
 Runs, side by side and under the identical gunicorn configuration (webhook.server.gunicorn_conf):
   1. the webhook (webhook.server.wsgi:app) as the image runs it: compiled with mypyc (`make compiled`,
@@ -11,6 +11,10 @@ alternating wrk runs between them, and prints for each the requests/s and p50/p9
 (fixed connection count) with the server's CPU time per request, then the same paced at 200 requests/s
 (wrk with a per-request delay in Lua). The request is an AdmissionReview of a typical 2-container GPU
 Pod shaped as the kube-apiserver sends it.
+
+`--floor` also runs, in the same rounds, bench/envelope.py: the AdmissionReview parsed, shape-checked and
+answered "allowed" by the webhook's own code, with no policy. Its ratio to the no-op app is the ceiling
+of the webhook's on the machine at hand; the policy's share of a request is what lies below it.
 
 Targets on a 2-core machine: the webhook at >= 75 % of the no-op app's throughput, p99 < 10 ms at 200 req/s.
 Exits 1 when a target is missed, 2 when wrk is missing."""
@@ -231,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, help="threads per worker (default: the deployed default)")
     ap.add_argument("--endpoint", choices=("validate", "mutate"), default="validate")
     ap.add_argument("--sources", action="store_true", help="run the sources, not the compiled build the image runs")
+    ap.add_argument("--floor", action="store_true", help="also run bench/envelope.py: the review parsed and answered "
+                                                         "without any policy (the webhook's ceiling)")
     args = ap.parse_args(argv)
     if shutil.which("wrk") is None:
         print("bench/load.py needs wrk, a real HTTP load generator: `apt-get install -y wrk` (Debian/Ubuntu)",
@@ -241,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
 
     build = None if args.sources else compiled_build()
     apps = {"no-op": "load:noop_app", "webhook": "webhook.server.wsgi:app"}
+    if args.floor:
+        apps["envelope"] = "envelope:app"
     runs: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="gpu-admission-bench-") as tmp:
         work = Path(tmp)
@@ -267,12 +275,12 @@ def main(argv: list[str] | None = None) -> int:
                 procs.append(start(app, env, work / "tls/ca.crt", port, work))
                 pgids[name] = procs[-1].pid  # started in a new session: its pid is the group's id
                 urls[name] = f"https://127.0.0.1:{port}/{args.endpoint}?timeout=10s"
-                if name == "webhook":
+                if name != "no-op":  # both run the package's code
                     answer = probe(urls[name], review_body(), work / "tls/ca.crt")
                     compiled = runs_compiled(pgids[name])
                     if compiled != (build is not None):
-                        raise SystemExit(f"the webhook runs {'compiled' if compiled else 'the sources'}, not as asked")
-                    print(f"webhook ({'compiled build' if compiled else 'sources'}) answers: allowed={answer['allowed']}, "
+                        raise SystemExit(f"the {name} app runs {'compiled' if compiled else 'the sources'}, not as asked")
+                    print(f"{name} ({'compiled build' if compiled else 'sources'}) answers: allowed={answer['allowed']}, "
                           f"patch={'patch' in answer}, warnings={len(answer.get('warnings', []))}")
                 wrk(urls[name], work / "full.lua", connections=args.connections, duration=2)  # warm-up
             # Alternate the apps round by round, so that a noisy neighbour on the machine hits both alike.
@@ -312,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     ok_ratio, ok_p99 = ratio >= 0.75, paced["p99"] < 10
     print(f"\nthroughput webhook / no-op: {ratio:.1%} best runs, {median_ratio:.1%} medians "
           f"(target >= 75%: {'met' if ok_ratio else 'MISSED'}); server CPU per request no-op / webhook: {cpu_ratio:.1%}")
+    if args.floor:
+        ceiling = results["envelope"]["rps"] / results["no-op"]["rps"]
+        median_ceiling = results["envelope"]["median_rps"] / results["no-op"]["median_rps"]
+        print(f"envelope / no-op: {ceiling:.1%} best runs, {median_ceiling:.1%} medians (the review parsed and "
+              "answered, no policy: the webhook's ceiling here)")
     print(f"webhook p99 at {paced['median_rps']:.0f} req/s: {paced['p99']:.2f} ms (median of runs; target < 10 ms: "
           f"{'met' if ok_p99 else 'MISSED'})")
     return 0 if ok_ratio and ok_p99 else 1

@@ -3,7 +3,7 @@ modules listed under [tool.gpu-admission] `compiled` are compiled to C extension
 container image is built this way; `make compiled` builds the same into build/compiled). Without the
 variable the package is plain Python, as `pip install -e .` and `make run` use it.
 
-Those modules are what every admission request runs (parsing, dispatch, the whole policy engine);
+Those modules are what every admission request runs (the WSGI layer, parsing, dispatch, the policy engine);
 compiled, a request's decision costs about half the instructions. They type-check clean under
 mypy, which mypyc requires, and the test suite runs against both builds (`make test`)."""
 import os

@@ -27,8 +27,8 @@ def _module(source: str) -> str:
 
 
 def test_the_request_path_is_listed():
-    # What every admission request runs: parsing, dispatch, handlers, the engine and every rule.
-    for source in ("webhook/review.py", "webhook/dispatch.py", "webhook/handlers/__init__.py",
+    # What every admission request runs: the WSGI layer, parsing, dispatch, handlers, the engine and every rule.
+    for source in ("webhook/admission.py", "webhook/review.py", "webhook/dispatch.py", "webhook/handlers/__init__.py",
                    "webhook/policy/engine.py", "webhook/policy/checks/run_as_root.py", "webhook/objects/podspec.py"):
         assert source in SOURCES
     assert all((REPO / s).is_file() for s in SOURCES)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from flask import Flask
 
 from webhook import routes
+from webhook.admission import Admission
 from webhook.lookups.base import Resolver
 from webhook.lookups.cluster import build_resolver
 from webhook.lookups.kubeconfig import ClusterConfigError
@@ -26,7 +27,7 @@ class Runtime:
     settings: Settings
     store: PolicyStore
     metrics: Metrics
-    admission: routes.Admission
+    admission: Admission
 
 
 def create_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask:
@@ -36,7 +37,7 @@ def create_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask
     Without `resolver` the app builds the cluster resolver its policy's lookups ask for (none when all
     are off), in this process: informer threads do not survive gunicorn's fork."""
     metrics = Metrics(multiprocess_dir=str(settings.metrics_dir) if settings.metrics_dir else None)
-    admission: routes.Admission | None = None
+    admission: Admission | None = None
 
     def reloaded(ok: bool, loaded_at: float | None) -> None:
         metrics.policy_reloaded(ok, loaded_at)
@@ -46,8 +47,8 @@ def create_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask
     store = PolicyStore(settings.policy_path, on_reload=reloaded)
     metrics.policy_loaded(store.status.loaded_at)
     owned = resolver is None
-    admission = routes.Admission(store=store, resolver=resolver or build_resolver(store.policy), metrics=metrics,
-                                 failure_mode=settings.failure_mode)
+    admission = Admission(store=store, resolver=resolver or build_resolver(store.policy), metrics=metrics,
+                          failure_mode=settings.failure_mode)
     app = Flask(__name__)
     runtime = Runtime(settings, store, metrics, admission)
     app.extensions[EXTENSION] = runtime
@@ -55,7 +56,7 @@ def create_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask
     return app
 
 
-def _switch_lookups(admission: routes.Admission, policy) -> None:
+def _switch_lookups(admission: Admission, policy) -> None:
     """A reloaded policy turned lookups on, off or changed them: serve from a new resolver, close the old."""
     try:
         new = build_resolver(policy)

@@ -1,199 +1,21 @@
-"""HTTP: the admission endpoints, health, readiness and metrics.
+"""HTTP: health, readiness and metrics, JSON errors, and the admission endpoints in front of them.
 
-`POST /validate` and `POST /mutate` are served by a plain WSGI layer in front of Flask: the apiserver
-calls them for every matching object, and Flask's per-request machinery (request context, routing,
-response object) costs more on this hardware than the whole policy decision. Everything else
-(/healthz, /readyz, /metrics, 404s) is ordinary Flask."""
+`POST /validate` and `POST /mutate` are served by webhook.admission's plain WSGI layer, ahead of Flask;
+everything else (/healthz, /readyz, /metrics, 404s) is ordinary Flask."""
 from __future__ import annotations
 
 import logging
-import time
-import traceback
-from pathlib import Path
-from typing import Callable, Iterable
 
 from flask import Flask, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from werkzeug.exceptions import HTTPException
 
-from webhook import dispatch, review
-from webhook.handlers.outcome import Outcome
-from webhook.lookups.base import Resolver
-from webhook.metrics import Metrics, outcome_label
-from webhook.policy.results import Evaluation
+from webhook import review
+from webhook.admission import JSON, AdmissionEndpoints, where
 from webhook.server import tls
 from webhook.server.logs import LOGGER
-from webhook.server.reload import PolicyStore
 
 log = logging.getLogger(f"{LOGGER}.admission")
-ENDPOINTS = {"/validate": "validate", "/mutate": "mutate"}
-JSON = "application/json"
-_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-_STATUS_LINES = {200: "200 OK", 400: "400 Bad Request", 405: "405 Method Not Allowed",
-                 413: "413 Content Too Large", 500: "500 Internal Server Error"}
-_FAILED = "gpu-admission could not evaluate this request (internal error)"
-
-
-class Admission:
-    """One AdmissionReview body in, (HTTP status, JSON body) out; metrics and the log line included.
-
-    Never raises: an internal error becomes a well-formed AdmissionReview per `failure_mode`."""
-
-    def __init__(self, *, store: PolicyStore, resolver: Resolver, metrics: Metrics, failure_mode: str):
-        self.store = store
-        self.resolver = resolver  # replaced as a whole when a reloaded policy changes its lookups
-        self.lookups = store.policy.lookups  # the lookups `resolver` serves
-        self.metrics = metrics
-        self.failure_mode = failure_mode
-
-    def answer(self, endpoint: str, body: bytes) -> tuple[int, bytes]:
-        started = time.perf_counter()
-        try:
-            request = review.parse(body)
-        except review.BadReview as exc:
-            return self.reject(endpoint, exc.status, exc.message, started)
-        mutating = endpoint == "mutate"
-        result = "allowed"
-        try:
-            outcome = dispatch.decide(request, mutating=mutating, policy=self.store.policy, resolver=self.resolver)
-            payload = _dumps(review.response(request["uid"], outcome, mutating=mutating))
-        except Exception as exc:
-            result = "error"
-            outcome = self._failure(endpoint, request, exc)
-            payload = _dumps(review.response(request["uid"], outcome, mutating=mutating, code=500))
-        if result != "error" and not outcome.allowed:
-            result = "denied"
-        elapsed = time.perf_counter() - started
-        try:
-            self.metrics.observe_request(endpoint, request["kind"]["kind"], result, elapsed)
-            if outcome.evaluation is not None:
-                self.metrics.observe_evaluation(outcome.evaluation)
-                self._log_rule_errors(request, outcome.evaluation)
-            self._log_decision(endpoint, request, outcome, elapsed)
-        except Exception as exc:  # the answer stands: bookkeeping must not turn it into a failure
-            log.error("recording the decision failed", extra={"fields": {
-                "event": "internal-error", "endpoint": endpoint, "error": type(exc).__name__, "where": _where(exc)}})
-        return 200, payload
-
-    def reject(self, endpoint: str, status: int, message: str, started: float | None = None) -> tuple[int, bytes]:
-        """A body that is not an answerable AdmissionReview: a Kubernetes Status, and one log line."""
-        elapsed = time.perf_counter() - started if started is not None else 0.0
-        self.metrics.observe_request(endpoint, "", "invalid", elapsed)
-        log.warning("request refused: not an answerable AdmissionReview",
-                    extra={"fields": {"event": "bad-request", "endpoint": endpoint, "status": status, "error": message}})
-        reason = {413: "RequestEntityTooLarge", 405: "MethodNotAllowed"}.get(status, "BadRequest")
-        return status, _dumps(review.status_body(status, reason, message))
-
-    def _failure(self, endpoint: str, request: dict, exc: Exception) -> Outcome:
-        # The exception's text is not logged: it may quote a value from the object (an env var's).
-        log.error("evaluation failed; answered per the failure mode", extra={"fields": {
-            "event": "internal-error", "endpoint": endpoint, **_identity(request), "failure_mode": self.failure_mode,
-            "error": type(exc).__name__, "where": _where(exc)}})
-        if self.failure_mode == "deny":
-            return Outcome(False, message=f"{_FAILED}; it was refused. Retry, or ask the cluster admins to "
-                                          "check the gpu-admission log")
-        return Outcome(True, warnings=(f"{_FAILED}; it was allowed without checks",))
-
-    def _log_rule_errors(self, request: dict, evaluation: Evaluation) -> None:
-        for e in evaluation.errors:
-            # "Type: text" from the engine; the text may quote a value from the object, so only the type.
-            log.error("rule failed internally; answered per its onError", extra={"fields": {
-                "event": "rule-error", "rule": e.rule.value, "decision": "deny" if e.denied else "allow",
-                "error": e.error.split(":", 1)[0], **_identity(request)}})
-
-    def _log_decision(self, endpoint: str, request: dict, outcome: Outcome, elapsed: float) -> None:
-        ev = outcome.evaluation
-        notable = not outcome.allowed or outcome.warnings or outcome.patch or (ev is not None and ev.violations)
-        level = logging.INFO if notable else logging.DEBUG
-        if not log.isEnabledFor(level):
-            return
-        fields = {"event": "admission", "endpoint": endpoint, **_identity(request), "allowed": outcome.allowed,
-                  "duration_ms": round(elapsed * 1000, 3)}
-        if outcome.reason:
-            fields["reason"] = outcome.reason
-        if ev is not None:
-            if ev.dry_run:
-                fields["mode"] = "dry-run"
-            if ev.cohort:
-                fields["cohort"] = ev.cohort
-            if ev.violations:  # what each finding did, or in a dry run would have done
-                fields["violations"] = [{"rule": v.rule.value, "action": v.action.value, "path": v.path,
-                                         "outcome": outcome_label(v.rule.is_mutation, v.action, ev.dry_run)}
-                                        for v in ev.violations]
-        if outcome.patch and endpoint == "mutate":
-            fields["patch_ops"] = len(outcome.patch)
-        log.log(level, "admission decision", extra={"fields": fields})
-
-
-class AdmissionEndpoints:
-    """WSGI: POST /validate and /mutate; any other path goes on to Flask."""
-
-    def __init__(self, flask_wsgi: Callable, admission: Admission, max_body_bytes: int):
-        self._next = flask_wsgi
-        self._admission = admission
-        self._max_body = max_body_bytes
-
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        endpoint = ENDPOINTS.get(environ.get("PATH_INFO", ""))
-        if endpoint is None:
-            return self._next(environ, start_response)
-        headers = [("Content-Type", JSON)]
-        try:
-            if environ.get("REQUEST_METHOD") != "POST":
-                status, payload = self._admission.reject(endpoint, 405, f"{environ.get('REQUEST_METHOD')} is not "
-                                                         f"allowed on /{endpoint}; POST an AdmissionReview")
-                headers.append(("Allow", "POST"))
-            else:
-                status, payload = self._post(endpoint, environ)
-        except Exception as exc:  # a bug of ours: one log line and a clear 500, never a stack trace
-            log.error("request failed", extra={"fields": {"event": "internal-error", "endpoint": endpoint,
-                                                          "error": type(exc).__name__, "where": _where(exc)}})
-            status, payload = 500, _dumps(review.status_body(500, "InternalError",
-                                                             "internal error; see the gpu-admission log"))
-        headers.append(("Content-Length", str(len(payload))))
-        start_response(_STATUS_LINES[status], headers)
-        return [payload]
-
-    def _post(self, endpoint: str, environ: dict) -> tuple[int, bytes]:
-        content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
-        if content_type != JSON:
-            return self._admission.reject(endpoint, 400, f"Content-Type must be {JSON}, not "
-                                          f"{content_type[:60] or 'absent'}")
-        try:
-            body = _read_body(environ, self._max_body)
-        except _TooLarge as exc:
-            return self._admission.reject(endpoint, 413, f"the body{exc} exceeds the limit of {self._max_body} bytes")
-        except ValueError as exc:
-            return self._admission.reject(endpoint, 400, str(exc))
-        return self._admission.answer(endpoint, body)
-
-
-class _TooLarge(Exception):
-    """Its text is the size when known: " (N bytes)"."""
-
-
-def _read_body(environ: dict, limit: int) -> bytes:
-    stream = environ["wsgi.input"]
-    length = environ.get("CONTENT_LENGTH")
-    if length:
-        try:
-            size = int(length)
-        except ValueError:
-            raise ValueError("Content-Length is not a number") from None
-        if size > limit:
-            raise _TooLarge(f" ({size} bytes)")
-        return stream.read(size)
-    # No length (chunked): read one byte past the limit to tell a full-limit body from a larger one.
-    chunks, total = [], 0
-    while total <= limit:
-        chunk = stream.read(min(65536, limit + 1 - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    if total > limit:
-        raise _TooLarge("")
-    return b"".join(chunks)
 
 
 def register(app: Flask, runtime) -> None:
@@ -234,39 +56,11 @@ def register(app: Flask, runtime) -> None:
     @app.errorhandler(Exception)
     def internal_error(exc: Exception):
         log.error("request failed", extra={"fields": {"event": "internal-error", "error": type(exc).__name__,
-                                                      "where": _where(exc)}})
+                                                      "where": where(exc)}})
         return _status_response(500, "InternalError", "internal error; see the gpu-admission log")
 
     app.wsgi_app = AdmissionEndpoints(app.wsgi_app, runtime.admission, settings.max_body_bytes)
 
 
 def _status_response(code: int, reason: str, message: str) -> Response:
-    return Response(_dumps(review.status_body(code, reason, message)), status=code, content_type=JSON)
-
-
-def _dumps(payload: dict) -> bytes:
-    return review.dumps(payload)
-
-
-def _identity(request: dict) -> dict:
-    """Who the request is about, for log lines: ids and names only."""
-    obj = request.get("object") or request.get("oldObject") or {}
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    name = request.get("name") or meta.get("name") or (f"{meta['generateName']}*" if isinstance(
-        meta.get("generateName"), str) else "")
-    return {"uid": request["uid"], "kind": request["kind"]["kind"], "namespace": request.get("namespace", ""),
-            "name": name if isinstance(name, str) else "", "operation": request["operation"]}
-
-
-def _where(exc: BaseException) -> list[str]:
-    """The innermost frames, as `path:line in function` (paths relative to the package)."""
-    frames = traceback.extract_tb(exc.__traceback__)[-3:]
-    out = []
-    for f in frames:
-        path = Path(f.filename)
-        try:
-            path = path.relative_to(_PACKAGE_ROOT)
-        except ValueError:
-            path = Path(path.name)
-        out.append(f"{path}:{f.lineno} in {f.name}")
-    return out
+    return Response(review.dumps(review.status_body(code, reason, message)), status=code, content_type=JSON)

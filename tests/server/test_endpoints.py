@@ -231,6 +231,14 @@ def test_body_size_limit(make_app, limit, size, status, chunked):
         assert "exceeds the limit" in response.get_json()["message"]
 
 
+def test_a_content_length_that_is_not_a_number_is_a_400(client):
+    # gunicorn refuses such a request itself; another WSGI server may pass it on.
+    response = client.post("/validate", data=json.dumps(review()), headers={"Content-Type": "application/json"},
+                           environ_overrides={"CONTENT_LENGTH": "12ab"})
+    assert response.status_code == 400
+    assert response.get_json()["message"] == "Content-Length is not a number"
+
+
 @pytest.mark.parametrize(("method", "path", "status"), [
     pytest.param("GET", "/validate", 405, id="get-validate"),
     pytest.param("PUT", "/mutate", 405, id="put-mutate"),

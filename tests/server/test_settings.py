@@ -69,7 +69,7 @@ def test_cert_and_key_go_together():
 def test_nothing_reads_the_environment_at_import():
     """Importing every module of the server with nonsense in the environment raises nothing; only
     the gunicorn config and wsgi modules, when loaded, read it."""
-    code = ("import webhook.app, webhook.routes, webhook.review, webhook.dispatch, webhook.metrics, "
+    code = ("import webhook.app, webhook.routes, webhook.admission, webhook.review, webhook.dispatch, webhook.metrics, "
             "webhook.settings, webhook.server.runner, webhook.server.tls, webhook.server.certs, "
             "webhook.server.reload, webhook.server.logs, webhook.cli.serve, webhook.cli.certs")
     env = python_env({s.ENV_WORKERS: "many", s.ENV_LOG_LEVEL: "loud", s.ENV_BIND: "nowhere", "PATH": "/usr/bin:/bin"})

@@ -100,7 +100,7 @@ def _digest(raw: bytes) -> str:
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
-def _parse(raw: bytes, path: Path) -> Policy:
+def _parse(raw: bytes, path: Path | None) -> Policy:  # the store's path: never None when there are bytes
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -1,11 +1,11 @@
-"""The webhook's answer in one process, as a tight loop runs it and as a loaded server does: with the
-caches emptied between calls.
+"""The webhook's answer in one process, warm and as a loaded server runs it: with the caches emptied
+before the call.
 
     .venv/bin/python bench/cold.py [--evict-mb 8] [--rounds 300]      # about 30 s
 
 In a loaded server the CPUs run the other workers, the load generator and the kernel between two
 requests of a worker, and what a request touches has left the caches when it runs: its code costs
-4-5 times its tight-loop time. Sweeping a few MB of memory between calls reproduces that in one
+3-5 times its warm time. Sweeping a few MB of memory between calls reproduces that in one
 process, in seconds and without a load generator, so a change to the request path can be judged
 before bench/load.py. Each stage below includes the ones above it (a request's stages share what they
 touch, so each is timed from the start); the column after it is what it adds.
@@ -63,16 +63,19 @@ def main(argv: list[str] | None = None) -> None:
         for i in range(0, len(sweep), 64):  # one write per cache line
             sweep[i] = (sweep[i] + 1) & 255
 
+    def timed(fn) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
     warm: dict[str, list[float]] = {name: [] for name in stages}
     evicted: dict[str, list[float]] = {name: [] for name in stages}
     for _ in range(args.rounds):
         for name, fn in stages.items():  # interleaved, so that the machine's noise hits every stage alike
             fn()  # brings in what the call touches
-            for times in (warm[name], evicted[name]):
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
-                evict()
+            warm[name].append(timed(fn))
+            evict()
+            evicted[name].append(timed(fn))
     built = "compiled" if review.__file__.endswith(".so") else "sources"
     print(f"median µs per call, {built} build; evicted: {args.evict_mb} MB swept before the call")
     print(f"{'stage':<26}{'warm':>8}{'adds':>7}{'evicted':>10}{'adds':>7}")

@@ -47,7 +47,7 @@ class Admission:
         started = time.perf_counter()
         try:
             request = review.parse(body)
-        except review.BadReview as bad:  # (compiled, a name caught as two exception types fails the second)
+        except review.BadReview as bad:  # its own name: mypyc gives a name one type, and `exc` is an Exception below
             return self.reject(endpoint, bad.status, bad.message, started)
         mutating = endpoint == "mutate"
         result = "allowed"

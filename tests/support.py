@@ -8,9 +8,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
-# CI lays a copy of shared/ beside the clone; locate it relative to the repo, never by absolute path.
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures"
+# Copies of the shared fixtures (real manifests, kubernetes/api testdata, nvidia-smi output), each folder with
+# its PROVENANCE.md: a fresh clone with nothing beside it runs the whole suite.
+FIXTURES = DATA / "fixtures"
 REAL_MANIFESTS = FIXTURES / "real-manifests"
 API_TESTDATA = FIXTURES / "k8s-api-testdata"
 SEED = DATA / "seed"

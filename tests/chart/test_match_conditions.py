@@ -16,12 +16,13 @@ from webhook.lookups.base import Lookup
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects import kinds
 
+from tests.support import FIXTURES
+
 from . import cel
 from .conftest import REPO, rendered_set, set_params
 
 pytestmark = pytest.mark.slow
 
-FIXTURES = REPO.parent / "shared" / "fixtures"
 SEED = REPO / "tests" / "data"
 NS = "ml"
 USER = {"username": "alice@example.com", "groups": ["system:authenticated"]}

@@ -22,12 +22,12 @@ from webhook.config.load import DEFAULT_PATH
 from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.objects.kinds import POD_BEARING
 from webhook.rules import DEFAULT_ACTIONS, VALIDATIONS, Action, Rule
+from tests.support import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_RULES = REPO / "tests" / "golden" / "rules"  # written by the `golden` fixture (conftest.py)
 SEED = REPO / "tests" / "data" / "seed"
-SHARED = REPO.parent / "shared"  # the shared fixtures sit beside the clone
-H200_LGIP = SHARED / "fixtures" / "nvidia-smi-h200" / "mig-lgip.txt"
+H200_LGIP = FIXTURES / "nvidia-smi-h200" / "mig-lgip.txt"
 
 NS = "ai-workloads"
 IMAGE = "registry.example.invalid/approved/trainer@sha256:" + "0" * 64

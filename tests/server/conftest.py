@@ -13,13 +13,11 @@ from webhook.app import create_app
 from webhook.config.load import DEFAULT_PATH
 from webhook.settings import Settings
 
+from tests.support import API_TESTDATA, REAL_MANIFESTS
+
 from .apiserver import ApiServer
 
 REPO = Path(__file__).resolve().parents[2]
-# CI lays a copy of shared/ beside the clone: locate it from the repo, never by an absolute path.
-SHARED = (REPO / ".." / "shared").resolve()
-REAL_MANIFESTS = SHARED / "fixtures" / "real-manifests"
-API_TESTDATA = SHARED / "fixtures" / "k8s-api-testdata"
 SEED = REPO / "tests" / "data" / "seed"
 
 # Policies by name: the shipped default with a few keys replaced. Every mode of DESIGN.md section 7.

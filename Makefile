@@ -2,9 +2,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-COMPILED := build/compiled
 
-.PHONY: install test run bench certs compiled clean
+.PHONY: install test run bench certs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,20 +13,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The suite runs twice: against the sources, then against the package as the container image builds it
-# (its request path compiled with mypyc), so that both builds are known to behave the same.
 test: $(STAMP)
 	$(BIN)/pytest
-	$(MAKE) compiled
-	GPU_ADMISSION_TEST_BUILD=$(COMPILED) $(BIN)/pytest
-
-# The package as the image installs it, unpacked into build/compiled (setup.py, [tool.gpu-admission]).
-# From a clean build/: setuptools would package what an earlier build left in build/lib (a module
-# compiled then but no longer listed, whose copy of the modules it imports is another group's).
-compiled: $(STAMP)
-	rm -rf build
-	GPU_ADMISSION_COMPILE=1 $(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir build/wheel .
-	$(BIN)/python -m zipfile -e build/wheel/gpu_admission-*.whl $(COMPILED)
 
 run: $(STAMP)
 	$(BIN)/gpu-admission serve
@@ -39,4 +26,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/decision.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

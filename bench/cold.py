@@ -5,13 +5,10 @@ before the call.
 
 In a loaded server the CPUs run the other workers, the load generator and the kernel between two
 requests of a worker, and what a request touches has left the caches when it runs: its code costs
-3-5 times its warm time. Sweeping a few MB of memory between calls reproduces that in one
+several times its warm time. Sweeping a few MB of memory between calls reproduces that in one
 process, in seconds and without a load generator, so a change to the request path can be judged
 before bench/load.py. Each stage below includes the ones above it (a request's stages share what they
-touch, so each is timed from the start); the column after it is what it adds.
-
-Runs the package on sys.path: the sources from the repo, or the compiled build with
-PYTHONPATH=build/compiled (`make compiled`)."""
+touch, so each is timed from the start); the column after it is what it adds."""
 from __future__ import annotations
 
 import argparse
@@ -76,8 +73,7 @@ def main(argv: list[str] | None = None) -> None:
             warm[name].append(timed(fn))
             evict()
             evicted[name].append(timed(fn))
-    built = "compiled" if review.__file__.endswith(".so") else "sources"
-    print(f"median µs per call, {built} build; evicted: {args.evict_mb} MB swept before the call")
+    print(f"median µs per call; evicted: {args.evict_mb} MB swept before the call")
     print(f"{'stage':<26}{'warm':>8}{'adds':>7}{'evicted':>10}{'adds':>7}")
     last_warm = last_evicted = 0.0
     for name in stages:

@@ -1,11 +1,10 @@
 """Load benchmark of the webhook as deployed: gunicorn, TLS, kept-alive connections, driven by wrk.
 
     .venv/bin/python bench/load.py [--rounds 5] [--duration 5] [--connections 8] [--endpoint validate|mutate]
-                                   [--sources] [--floor]
+                                   [--floor]
 
 Runs, side by side and under the identical gunicorn configuration (webhook.server.gunicorn_conf):
-  1. the webhook (webhook.server.wsgi:app) as the image runs it: compiled with mypyc (`make compiled`,
-     built first; `--sources` runs the sources instead), and
+  1. the webhook (webhook.server.wsgi:app) as the image runs it, and
   2. a no-op WSGI app (this file's `noop_app`: reads the body, answers a fixed AdmissionReview),
 alternating wrk runs between them, and prints for each the requests/s and p50/p99 latency at full load
 (fixed connection count) with the server's CPU time per request, then the same paced at 200 requests/s
@@ -121,25 +120,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def compiled_build() -> Path:
-    """The package as the image builds it (`make compiled`), freshly built from the working tree."""
-    subprocess.run(["make", "--no-print-directory", "compiled"], cwd=REPO, check=True)
-    return REPO / "build" / "compiled"
-
-
-def runs_compiled(pgid: int) -> bool:
-    """Whether the server's worker processes have the mypyc-compiled modules loaded (Linux)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.getpgid(int(pid)) == pgid and "__mypyc" in Path(f"/proc/{pid}/maps").read_text():
-                return True
-        except OSError:
-            continue
-    return False
-
-
 def start(app: str, env: dict, ca: Path, port: int, cwd: Path) -> subprocess.Popen:
-    # cwd: gunicorn puts it first on sys.path, where the sources would shadow the compiled build.
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--config", "python:webhook.server.gunicorn_conf",
                              "--pythonpath", str(REPO / "bench"), app], env=env, cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -234,7 +215,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, help="gunicorn workers (default: the deployed default, one per CPU)")
     ap.add_argument("--threads", type=int, help="threads per worker (default: the deployed default)")
     ap.add_argument("--endpoint", choices=("validate", "mutate"), default="validate")
-    ap.add_argument("--sources", action="store_true", help="run the sources, not the compiled build the image runs")
     ap.add_argument("--floor", action="store_true", help="also run bench/envelope.py: the review parsed and answered "
                                                          "without any policy (the webhook's ceiling)")
     args = ap.parse_args(argv)
@@ -245,7 +225,6 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(REPO))
     from webhook.server import certs
 
-    build = None if args.sources else compiled_build()
     apps = {"no-op": "load:noop_app", "webhook": "webhook.server.wsgi:app"}
     if args.floor:
         apps["envelope"] = "envelope:app"
@@ -270,17 +249,12 @@ def main(argv: list[str] | None = None) -> int:
                     env["GPU_ADMISSION_WORKERS"] = str(args.workers)
                 if args.threads:
                     env["GPU_ADMISSION_THREADS"] = str(args.threads)
-                if build is not None:  # both apps alike; PYTHONSAFEPATH: the sources in the cwd must not come first
-                    env.update(PYTHONPATH=str(build), PYTHONSAFEPATH="1")
                 procs.append(start(app, env, work / "tls/ca.crt", port, work))
                 pgids[name] = procs[-1].pid  # started in a new session: its pid is the group's id
                 urls[name] = f"https://127.0.0.1:{port}/{args.endpoint}?timeout=10s"
                 if name != "no-op":  # both run the package's code
                     answer = probe(urls[name], review_body(), work / "tls/ca.crt")
-                    compiled = runs_compiled(pgids[name])
-                    if compiled != (build is not None):
-                        raise SystemExit(f"the {name} app runs {'compiled' if compiled else 'the sources'}, not as asked")
-                    print(f"{name} ({'compiled build' if compiled else 'sources'}) answers: allowed={answer['allowed']}, "
+                    print(f"{name} answers: allowed={answer['allowed']}, "
                           f"patch={'patch' in answer}, warnings={len(answer.get('warnings', []))}")
                 wrk(urls[name], work / "full.lua", connections=args.connections, duration=2)  # warm-up
             # Alternate the apps round by round, so that a noisy neighbour on the machine hits both alike.

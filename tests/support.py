@@ -14,10 +14,6 @@ FIXTURES = DATA / "fixtures"
 REAL_MANIFESTS = FIXTURES / "real-manifests"
 API_TESTDATA = FIXTURES / "k8s-api-testdata"
 SEED = DATA / "seed"
-# `make test` runs the suite twice: against the sources, then with this variable naming the package as the
-# container image builds it (`make compiled`: the request path compiled with mypyc). Relative to the repo.
-BUILD_VARIABLE = "GPU_ADMISSION_TEST_BUILD"
-BUILD = REPO / os.environ[BUILD_VARIABLE] if os.environ.get(BUILD_VARIABLE) else None
 
 
 def group_pids(pgid: int) -> list[int]:
@@ -30,27 +26,6 @@ def group_pids(pgid: int) -> list[int]:
         except OSError:  # gone meanwhile
             continue
     return pids
-
-
-def runs_compiled(pgid: int) -> bool:
-    """Whether the server started as process group `pgid` has mypyc-compiled modules loaded."""
-    maps = []
-    for pid in group_pids(pgid):
-        try:
-            maps.append(Path(f"/proc/{pid}/maps").read_text())
-        except OSError:
-            continue
-    assert len(maps) >= 2, "a gunicorn master and its workers"
-    return any("__mypyc" in m for m in maps)
-
-
-def python_env(env: dict) -> dict:
-    """`env` for a Python subprocess, so that it imports the same build of the package as this test run."""
-    if BUILD is None:
-        return env
-    path = os.pathsep.join(filter(None, (str(BUILD), env.get("PYTHONPATH"))))
-    # PYTHONSAFEPATH: `python -m` from the repo must not put the sources ahead of the build.
-    return {**env, "PYTHONPATH": path, "PYTHONSAFEPATH": "1"}
 
 
 def load_docs(*paths: Path) -> list[dict]:

@@ -2,10 +2,8 @@
 behind a plain WSGI layer in front of Flask.
 
 `POST /validate` and `POST /mutate` bypass Flask: the apiserver calls them for every matching object, and
-Flask's per-request machinery (request context, routing, response object) costs more on this hardware
-than the whole policy decision. Compiled with mypyc in the image, as the policy is (pyproject.toml,
-[tool.gpu-admission]): in a loaded server this code runs with cold caches, where interpreted Python's
-lookups cost most."""
+Flask's per-request machinery (request context, routing, response object) costs more than the whole
+policy decision."""
 from __future__ import annotations
 
 import logging
@@ -47,7 +45,7 @@ class Admission:
         started = time.perf_counter()
         try:
             request = review.parse(body)
-        except review.BadReview as bad:  # its own name: mypyc gives a name one type, and `exc` is an Exception below
+        except review.BadReview as bad:
             return self.reject(endpoint, bad.status, bad.message, started)
         mutating = endpoint == "mutate"
         result = "allowed"

@@ -79,22 +79,10 @@ def test_built_on_python_3_11_and_run_on_its_slim_image():
     stages = _stages()
     assert len(stages) >= 2
     roots = [_root(s, stages) for s in stages]
-    # The build stage may carry a compiler (the full image); the virtualenv it makes must run unchanged on
-    # the runtime's image: the same Python minor version and Debian release.
-    for image in roots:
-        assert image.startswith("python:3.11-") and image.endswith("-bookworm"), image
+    # The virtualenv the build stage makes must run unchanged on the runtime's image: the same image, so the
+    # same Python and Debian release (nothing is compiled: the package is plain Python).
+    assert set(roots) == {"python:3.11-slim-bookworm"}, roots
     assert roots[-1] == "python:3.11-slim-bookworm"
-
-
-def test_the_build_stage_compiles_the_request_path():
-    stages = _stages()
-    (stage,) = [s for s in stages if any(k == "RUN" and "pip install" in args for k, args in s["steps"])]
-    env = " ".join(args for k, args in stage["steps"] if k == "ENV")
-    assert "GPU_ADMISSION_COMPILE=1" in env  # setup.py compiles with mypyc only when told
-    copies = " ".join(args for k, args in stage["steps"] if k == "COPY")
-    assert "setup.py" in copies
-    requires = tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]["requires"]
-    assert any(r.startswith("mypy") for r in requires)  # pip's isolated build environment has mypyc
 
 
 def test_dependencies_come_from_the_project_metadata_in_the_build_stage():
@@ -178,12 +166,12 @@ def test_build_context_holds_exactly_what_pip_install_needs():
     patterns = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()
                 if line.strip() and not line.startswith("#")]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    needed = ["pyproject.toml", "setup.py", project["readme"], "webhook/__init__.py", "webhook/config/default.yaml",
+    needed = ["pyproject.toml", project["readme"], "webhook/__init__.py", "webhook/config/default.yaml",
               "webhook/server/gunicorn_conf.py", "webhook/server/wsgi.py"]
     for path in needed:
         assert (REPO / path).exists(), path
         assert not _ignored(path, patterns), f"{path} is needed to build the image but .dockerignore drops it"
     for path in (".git/config", ".venv/bin/python", "tests/chart/conftest.py", "charts/gpu-admission/Chart.yaml",
                  "certs/tls.key", "docs/deployment.md", "webhook/__pycache__/app.cpython-311.pyc",
-                 "gpu_admission.egg-info/PKG-INFO", "Dockerfile"):
+                 "gpu_admission.egg-info/PKG-INFO", "Dockerfile", "setup.py"):
         assert _ignored(path, patterns), f"{path} would be sent to the build context"

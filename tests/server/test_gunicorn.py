@@ -21,7 +21,7 @@ import pytest
 from cryptography import x509
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import BUILD, group_pids, runs_compiled
+from tests.support import group_pids
 from webhook.server import certs
 from webhook.server.runner import METRICS_FLUSH_SECONDS
 
@@ -161,8 +161,6 @@ def test_deployed_server(deployed):
     assert first.mutate.patch and first.reinvoked is not None
     assert conn.opened == 1 and len(api.calls) == 3
     old_serial = conn.served_serial()
-    # The workers run the build this suite runs: on `make test`'s second run, the compiled one the image has.
-    assert runs_compiled(deployed.proc.pid) is (BUILD is not None)
     # Each worker listens on its own socket (the kernel spreads connections over them); the master on none.
     holders = _listeners(deployed.proc.pid, deployed.port)
     assert sorted(holders.values()) == [1, 1] and deployed.proc.pid not in holders

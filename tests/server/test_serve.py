@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support import python_env
 
 from .conftest import REPO, policy_text
 
@@ -33,7 +32,7 @@ def _free_port() -> int:
 
 def _serve(cwd: Path, *args: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPU_ADMISSION_", "PROMETHEUS_"))}
-    env = python_env({**env, "PYTHONPATH": str(REPO)})
+    env = {**env, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-m", "webhook.cli.main", "serve", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 

@@ -13,7 +13,6 @@ import pytest
 from gunicorn import glogging
 from gunicorn.config import Config
 
-from tests.support import python_env
 from webhook import settings as s
 from webhook.app import create_app, runtime
 from webhook.server.runner import MetricsDir, options
@@ -72,7 +71,7 @@ def test_nothing_reads_the_environment_at_import():
     code = ("import webhook.app, webhook.routes, webhook.admission, webhook.review, webhook.dispatch, webhook.metrics, "
             "webhook.settings, webhook.server.runner, webhook.server.tls, webhook.server.certs, "
             "webhook.server.reload, webhook.server.logs, webhook.cli.serve, webhook.cli.certs")
-    env = python_env({s.ENV_WORKERS: "many", s.ENV_LOG_LEVEL: "loud", s.ENV_BIND: "nowhere", "PATH": "/usr/bin:/bin"})
+    env = {s.ENV_WORKERS: "many", s.ENV_LOG_LEVEL: "loud", s.ENV_BIND: "nowhere", "PATH": "/usr/bin:/bin"}
     subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, timeout=60)
     failed = subprocess.run([sys.executable, "-c", "import webhook.server.gunicorn_conf"], env=env, cwd=REPO,
                             capture_output=True, text=True, timeout=60)

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 from webhook.rules import Action, Rule
+
+T = TypeVar("T")
 
 DEVICE_PLUGIN = "device-plugin"
 DRA = "dra"
@@ -194,6 +196,8 @@ class Policy:
     discriminating_labels: Mapping[str, Mapping[str, Cohort]] = field(init=False, repr=False, compare=False,
                                                                        default_factory=lambda: EMPTY)
     overridden_namespaces: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    # what the layers above derive from this policy alone (see derived()); never shared with another policy
+    _derived: dict[tuple, Any] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self):
         by_key: dict[str, dict[str, Cohort]] = {}
@@ -209,6 +213,17 @@ class Policy:
         object.__setattr__(self, "discriminating_labels", MappingProxyType(telling))
         object.__setattr__(self, "overridden_namespaces",
                            frozenset(n for o in self.namespace_overrides for n in o.namespaces))
+
+    def derived(self, make: Callable[..., T], *args: Any) -> T:
+        """`make(self, *args)`, computed once for this policy. A reload builds a new Policy, so a request still
+        holding the old one can never store what it derives into the new one's cache. Two threads may both
+        compute a missing value; both compute the same thing from the same policy."""
+        key = (make, *args)
+        try:
+            return self._derived[key]
+        except KeyError:
+            value = self._derived[key] = make(self, *args)
+            return value
 
     def cohort(self, name: str) -> Cohort | None:
         for c in self.cohorts:

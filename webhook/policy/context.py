@@ -51,15 +51,13 @@ def device_class_info(obj: Mapping, known: DeviceClassInfo | None = None) -> Dev
     )
 
 
-_base_cache: list = [None, None]  # (policy, context): one policy is in force at a time
-
-
 def base_context(policy: Policy) -> Context:
     """The context when nothing outside the object is known: the config's DeviceClasses only."""
-    if _base_cache[0] is not policy:
-        extended = extended_map(policy.device_classes)
-        _base_cache[:] = [policy, Context(classes=policy.device_classes, extended=MappingProxyType(extended))]
-    return _base_cache[1]
+    return policy.derived(_make_base_context)
+
+
+def _make_base_context(policy: Policy) -> Context:
+    return Context(classes=policy.device_classes, extended=MappingProxyType(extended_map(policy.device_classes)))
 
 
 def classes_from_objects(policy: Policy, objects) -> dict[str, DeviceClassInfo]:

@@ -101,19 +101,9 @@ def _make_plan(policy: Policy, namespace: str) -> _Plan:
                  tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
 
 
-_plans: list = [None, None, {}]  # policy, its plan for namespaces without overrides, namespace -> plan
-
-
 def _plan(policy: Policy, namespace: str) -> _Plan:
-    """Computed once per policy and namespace (one policy is in force at a time)."""
-    if _plans[0] is not policy:
-        _plans[:] = [policy, _make_plan(policy, ""), {}]
-    if namespace not in policy.overridden_namespaces:
-        return _plans[1]
-    plan = _plans[2].get(namespace)
-    if plan is None:
-        plan = _plans[2][namespace] = _make_plan(policy, namespace)
-    return plan
+    """Computed once per policy and namespace; namespaces without overrides share one plan."""
+    return policy.derived(_make_plan, namespace if namespace in policy.overridden_namespaces else "")
 
 
 def _lifted(policy: Policy, namespace: str, name: str, spec: dict, user: Mapping) -> frozenset[Rule]:

@@ -2,15 +2,26 @@
 (tests/data/pods/apiserver-gpu-pod.json: defaults filled in, service account token volume, tolerations).
 
     .venv/bin/python bench/decision.py [--rounds N]
+    .venv/bin/python bench/decision.py --instructions [--rounds 2000]   # needs valgrind
 
 Prints, per scenario, the median and p99 over N rounds of: validation of all rules (the /validate
 handler's work), mutation with the JSON patch (/mutate), both (what `check` does), and jsonpatch's own
-make_patch on the same pair for comparison."""
+make_patch on the same pair for comparison.
+
+`--instructions` prints instead each scenario's instructions per call, counted by valgrind's callgrind
+(steady where times on a shared machine move by half): the scenario is run N times and 0 times in
+separate processes under callgrind, and the difference is divided by N.
+"""
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,22 +48,58 @@ def measure(fn, rounds: int) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=None, help="calls per scenario (20000; 2000 with --instructions)")
+    parser.add_argument("--instructions", action="store_true", help="instructions per call, counted by callgrind")
+    parser.add_argument("--run", help=argparse.SUPPRESS)  # one scenario, --rounds times, nothing printed
     args = parser.parse_args()
+    if args.instructions:
+        return count_instructions(args.rounds or 2000)
+    scenarios = make_scenarios()
+    if args.run:
+        fn = scenarios[args.run]
+        for _ in range(args.rounds):
+            fn()
+        return
+    rounds = args.rounds or 20000
+    print(f"{'scenario':<28} {'median µs':>10} {'p99 µs':>10}   ({rounds} rounds, {POD.name})")
+    for name, fn in scenarios.items():
+        median, p99 = measure(fn, rounds)
+        print(f"{name:<28} {median:>10.1f} {p99:>10.1f}")
+
+
+def make_scenarios() -> dict:
     pod = json.loads(POD.read_text())
     policy = default_policy()
     resolver = NoLookups()
     mutated = evaluate_object(pod, policy=policy, resolver=resolver, validate=False).mutated
-    scenarios = {
+    return {
         "validate (all rules)": lambda: evaluate_object(pod, policy=policy, resolver=resolver, mutate=False),
         "mutate (+ JSON patch)": lambda: evaluate_object(pod, policy=policy, resolver=resolver, validate=False),
         "mutate + validate mutated": lambda: evaluate_object(pod, policy=policy, resolver=resolver),
         "jsonpatch.make_patch alone": lambda: jsonpatch.make_patch(pod, mutated),
     }
-    print(f"{'scenario':<28} {'median µs':>10} {'p99 µs':>10}   ({args.rounds} rounds, {POD.name})")
-    for name, fn in scenarios.items():
-        median, p99 = measure(fn, args.rounds)
-        print(f"{name:<28} {median:>10.1f} {p99:>10.1f}")
+
+
+def _callgrind_total(scenario: str, rounds: int, out: Path) -> int:
+    """Instructions of one process that runs `scenario` `rounds` times (after one warm-up call, so that
+    imports and first-call caches count in both runs alike)."""
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
+                    "--run", scenario, "--rounds", str(rounds)], check=True, capture_output=True,
+                   env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(POD.parents[3])})
+    summary = re.search(r"^summary: (\d+)", out.read_text(), re.M)
+    assert summary, f"no summary in {out}"
+    return int(summary.group(1))
+
+
+def count_instructions(rounds: int) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install -y valgrind)")
+    print(f"{'scenario':<28} {'instructions/call':>18}   (callgrind, {rounds} calls minus 1, {POD.name})")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in make_scenarios():
+            many = _callgrind_total(name, rounds + 1, Path(tmp) / "many.out")
+            one = _callgrind_total(name, 1, Path(tmp) / "one.out")
+            print(f"{name:<28} {(many - one) / rounds:>18,.0f}")
 
 
 if __name__ == "__main__":

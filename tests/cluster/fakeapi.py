@@ -80,6 +80,8 @@ RESOURCES = (
     Res("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False),
     Res("wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport", builtin=False),
     Res("wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports", "ClusterPolicyReport", namespaced=False, builtin=False),
+    Res("openreports.io", "v1alpha1", "reports", "Report", builtin=False),
+    Res("openreports.io", "v1alpha1", "clusterreports", "ClusterReport", namespaced=False, builtin=False),
     Res("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
         namespaced=False),
 )

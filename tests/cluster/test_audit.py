@@ -7,7 +7,6 @@ import json
 import math
 from pathlib import Path
 
-import jsonpatch
 import pytest
 import yaml
 
@@ -131,11 +130,10 @@ def test_json_is_what_check_says_of_the_same_manifests(cluster, audit, tmp_path,
         assert result["source"]["resource"] and result["source"]["cluster"].startswith("https://127.0.0.1:")
     trainer = audited[("Pod", "ai-workloads", "trainer")]
     assert not trainer["allowed"] and "double-mechanism" in {v["rule"] for v in trainer["violations"]}
-    # A running pod: the patch the mutating webhook would apply, to the object as the API holds it.
-    running = next(p for p in cluster.objects("pods") if p["metadata"]["name"] == "pod1"
-                   and p["metadata"]["namespace"] == "gpu-test1")
-    patch = audited[("Pod", "gpu-test1", "pod1")]["patch"]
-    assert patch and jsonpatch.apply_patch(running, patch)["spec"]["securityContext"]["runAsNonRoot"] is True
+    # A running pod is reported for what the validating rules say of it as it runs: `check` gives the
+    # patch the mutating webhook would apply at creation, the audit does not.
+    assert checked[("Pod", "gpu-test1", "pod1")]["patch"]
+    assert all(r["patch"] == [] for r in audited.values())
 
 
 def test_table_groups_findings_by_rule_then_namespace(cluster, audit):
@@ -145,15 +143,15 @@ def test_table_groups_findings_by_rule_then_namespace(cluster, audit):
     assert lines[0].split() == ["RULE", "NAMESPACE", "ACTION", "OBJECT", "PATH"]
     rows = lines[1:lines.index("")]
     rules = [line.split()[0] for line in rows if not line.startswith(" ")]
-    order = [r.value for r in Rule] + ["(patch)"]
+    order = [r.value for r in Rule]
     assert rules == sorted(rules, key=order.index) and len(set(rules)) == len(rules)  # each rule heads one group
     double = next(i for i, line in enumerate(lines) if line.startswith("double-mechanism"))
     assert lines[double].split()[1:4] == ["ai-workloads", "deny", "Pod/trainer"]
     shared = [line for line in lines if "Pod/pod" in line and "warn" in line]
     assert len(shared) == 2 and shared[0].split()[:2] == ["shared-claim", "gpu-test3"]
     assert shared[1].split()[0] == "warn"  # same rule and namespace: not repeated
-    assert lines[-1] == ("21 objects audited in 6 namespaces; 1 would be denied; 2 allowed with findings; "
-                         "6 would be patched.")
+    assert lines[-1] == "21 objects audited in 6 namespaces; 1 would be denied; 2 allowed with findings."
+    assert "patch" not in out  # running pods: no would-be mutations
 
 
 def test_policyreports_count_and_name_every_result(cluster, audit):
@@ -239,14 +237,28 @@ def test_apply_owner_reference_to_the_webhook(cluster, audit):
 
 
 def test_apply_fails_visibly_when_reports_cannot_be_written(cluster, audit):
-    cluster.unserve("policyreports")
+    cluster.fail(403, resource="policyreports", verb="create")
     rc, out, err = audit("-o", "policyreport", "--apply")
     assert rc == 2
-    assert "policyreport.wgpolicyk8s.io/gpu-admission -n ai-workloads failed: the API server does not serve" in err
+    assert "policyreport.wgpolicyk8s.io/gpu-admission -n ai-workloads failed: forbidden" in err
+
+
+@pytest.mark.parametrize("output, unserved, message", [
+    pytest.param("policyreport", "policyreports", "the cluster does not serve policyreports.wgpolicyk8s.io/v1alpha2: "
+                 "install the CRDs of wgpolicyk8s.io", id="policyreports"),
+    pytest.param("openreports", "clusterreports", "the cluster does not serve clusterreports.openreports.io/v1alpha1: "
+                 "install the CRDs of openreports.io", id="openreports"),
+])
+def test_apply_to_a_cluster_without_the_crds_writes_nothing(cluster, audit, output, unserved, message):
+    cluster.unserve(unserved)
+    rc, out, err = audit("-o", output, "--apply")
+    assert rc == 2 and message in err
+    assert not [c for c in cluster.calls if c.verb in ("create", "update", "delete")]
 
 
 @pytest.mark.parametrize("args, message", [
-    pytest.param(["--apply"], "--apply and --owner-webhook go with --output policyreport", id="apply-needs-reports"),
+    pytest.param(["--apply"], "--apply and --owner-webhook go with --output policyreport or openreports",
+                 id="apply-needs-reports"),
     pytest.param(["-o", "policyreport", "--owner-webhook", "x"], "--owner-webhook goes with --apply", id="owner"),
     pytest.param(["--chunk-size", "0"], "must be positive", id="chunk-size"),
     pytest.param(["--context", "nope"], "context", id="unknown-context"),

@@ -10,7 +10,9 @@ from typing import Any, Callable
 
 import yaml
 
+from webhook import yamlread
 from webhook.config.mig import MIG_PROFILE_TABLES
+from webhook.config.overlay import SetError, apply_set, overlay_policy
 from webhook.config.model import (
     DEVICE_PLUGIN,
     DRA,
@@ -481,26 +483,58 @@ def build_policy(data: Any, source: str = "policy") -> Policy:
     return policy
 
 
-def parse_policy(text: str, source: str = "policy") -> Policy:
+def _yaml(text: str, source: str) -> Any:
     try:
-        data = yaml.safe_load(text)
+        return yamlread.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError([f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"], source) from None
-    return build_policy(data, source)
 
 
-def load_policy(path: str | Path | None = None) -> Policy:
-    """Load a policy file, or the shipped default when `path` is None."""
-    p = Path(path) if path is not None else DEFAULT_PATH
+def parse_policy(text: str, source: str = "policy") -> Policy:
+    return build_policy(_yaml(text, source), source)
+
+
+def _read(p: Path) -> str:
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"cannot read: {exc.strerror or exc}"], str(p)) from None
     except UnicodeDecodeError:
         raise ConfigError(["not UTF-8 text"], str(p)) from None
-    return parse_policy(text, str(p))
+
+
+def load_policy(path: str | Path | None = None) -> Policy:
+    """Load a complete policy file, or the shipped default when `path` is None."""
+    p = Path(path) if path is not None else DEFAULT_PATH
+    return parse_policy(_read(p), str(p))
+
+
+def read_document(path: str | Path) -> dict:
+    """A policy file as a mapping (an empty file is an empty overlay)."""
+    data = _yaml(_read(Path(path)), str(path))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError([f"policy: must be a mapping, not {_type(data)}"], str(path))
+    return data
+
+
+def load_layers(overlays: list[str | Path] = (), sets: list[str] = (), *, base: str | Path | None = None) -> Policy:
+    """The policy the CLI runs: `overlays` merged over `base` (the shipped default) as the chart merges
+    its `policy:` value, then each `path=value` of `sets`; validated as one document."""
+    base_path = Path(base) if base is not None else DEFAULT_PATH
+    document = read_document(base_path)
+    layers = [read_document(p) for p in overlays]
+    document = overlay_policy(document, layers)
+    for expression in sets:
+        try:
+            document = apply_set(document, expression)
+        except SetError as exc:
+            raise ConfigError([f"--set {exc}"], "policy") from None
+    names = [str(base_path)] + [str(p) for p in overlays] + (["--set"] if sets else [])
+    return build_policy(document, " + ".join(names) if len(names) > 1 else names[0])
 
 
 def default_policy() -> Policy:

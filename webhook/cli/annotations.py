@@ -29,10 +29,10 @@ def github_lines(subjects: Iterable[Subject], *, input_errors: Iterable[str] = (
     for s in subjects:
         ev = s.evaluation
         for v in ev.violations:
-            out.append(_command(_COMMAND[level(v, ev.dry_run)], v.message, file=s.uri,
-                                line=s.line(v.path) if s.uri else None, title=f"gpu-admission {v.rule.value}"))
+            out.append(_command(_COMMAND[level(v, ev.dry_run)], v.message, file=s.file,
+                                line=s.line(v.path) if s.file else None, title=f"gpu-admission {v.rule.value}"))
         for e in ev.errors:
             out.append(_command("warning", f"{s.title}: rule {e.rule.value} failed internally: {e.error}",
-                                file=s.uri, title=f"gpu-admission {e.rule.value}"))
+                                file=s.file, title=f"gpu-admission {e.rule.value}"))
     out.extend(_command("error", e, title="gpu-admission input") for e in input_errors)
     return out

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from urllib.parse import quote
 
 from webhook.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_ci_options, add_input_options, \
     evaluate_inputs, handled, policy_and_inputs, write_ci_output
@@ -29,8 +28,8 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def file_uri(label: str) -> str | None:
-    """A manifest's location as SARIF and GitHub want it: relative to the working directory (the
+def relative_file(label: str) -> str | None:
+    """A manifest's path as SARIF and GitHub want it: relative to the working directory (the
     repository's root in CI) where it is under it."""
     if label == STDIN:
         return None
@@ -39,8 +38,8 @@ def file_uri(label: str) -> str | None:
         try:
             path = path.relative_to(Path.cwd())
         except ValueError:
-            return path.as_uri()
-    return quote(path.as_posix())
+            pass
+    return path.as_posix()
 
 
 def subjects(results, inputs) -> list[Subject]:
@@ -49,7 +48,7 @@ def subjects(results, inputs) -> list[Subject]:
     for doc, ev in results:
         finder = finders.get(doc.file)
         line_of = None if finder is None else (lambda path, f=finder, d=doc: f.line(d.index, path, d.item))
-        out.append(Subject(evaluation=ev, where=doc.where, group=doc.file, uri=file_uri(doc.file), line_of=line_of))
+        out.append(Subject(evaluation=ev, where=doc.where, group=doc.file, file=relative_file(doc.file), line_of=line_of))
     return out
 
 

@@ -4,6 +4,8 @@ its manifest file and, where the document could be mapped, the line of the offen
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
+from urllib.parse import quote
 from typing import Iterable
 
 from webhook.cli.subjects import Subject, default_level, level
@@ -33,8 +35,9 @@ def _location(s: Subject, path: str) -> dict:
     qualified = "/".join(p for p in (ev.kind, ev.namespace, ev.name) if p)
     out: dict = {"logicalLocations": [{"name": ev.name or ev.kind, "fullyQualifiedName": qualified,
                                        "kind": "resource"}]}
-    if s.uri is not None:
-        physical: dict = {"artifactLocation": {"uri": s.uri}}
+    if s.file is not None:
+        file = Path(s.file)
+        physical: dict = {"artifactLocation": {"uri": file.as_uri() if file.is_absolute() else quote(file.as_posix())}}
         line = s.line(path)
         if line is not None:
             physical["region"] = {"startLine": line}

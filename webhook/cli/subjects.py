@@ -14,7 +14,8 @@ class Subject:
     evaluation: Evaluation
     where: str  # for people: "pods.yaml, document 2" or "pods ml/train"
     group: str  # the file, or the namespace ("(cluster)" for cluster-scoped objects)
-    uri: str | None = None  # the manifest file as a relative URI; None for stdin and the cluster
+    file: str | None = None  # the manifest file, relative to the working directory where it is under it;
+    # None for stdin and the cluster
     line_of: Callable[[str], int | None] | None = None  # a field path's line in that file
 
     def line(self, path: str) -> int | None:

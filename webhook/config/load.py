@@ -521,20 +521,24 @@ def read_document(path: str | Path) -> dict:
     return data
 
 
-def load_layers(overlays: list[str | Path] = (), sets: list[str] = (), *, base: str | Path | None = None) -> Policy:
-    """The policy the CLI runs: `overlays` merged over `base` (the shipped default) as the chart merges
-    its `policy:` value, then each `path=value` of `sets`; validated as one document."""
-    base_path = Path(base) if base is not None else DEFAULT_PATH
-    document = read_document(base_path)
-    layers = [read_document(p) for p in overlays]
-    document = overlay_policy(document, layers)
+def merged_document(overlays: list[str | Path] = (), sets: list[str] = (), *, base: str | Path | None = None) -> dict:
+    """`overlays` merged over `base` (the shipped default) as the chart merges its `policy:` value,
+    then each `path=value` of `sets`: the document `load_layers` validates."""
+    document = read_document(Path(base) if base is not None else DEFAULT_PATH)
+    document = overlay_policy(document, [read_document(p) for p in overlays])
     for expression in sets:
         try:
             document = apply_set(document, expression)
         except SetError as exc:
             raise ConfigError([f"--set {exc}"], "policy") from None
-    names = [str(base_path)] + [str(p) for p in overlays] + (["--set"] if sets else [])
-    return build_policy(document, " + ".join(names) if len(names) > 1 else names[0])
+    return document
+
+
+def load_layers(overlays: list[str | Path] = (), sets: list[str] = (), *, base: str | Path | None = None) -> Policy:
+    """The policy the CLI runs: `merged_document`, validated as one document."""
+    names = [str(base) if base is not None else "the shipped default"] + [str(p) for p in overlays] + (
+        ["--set"] if sets else [])
+    return build_policy(merged_document(overlays, sets, base=base), " + ".join(names))
 
 
 def default_policy() -> Policy:

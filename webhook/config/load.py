@@ -13,6 +13,7 @@ import yaml
 from webhook import yamlread
 from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.config.overlay import SetError, apply_set, overlay_policy
+from webhook.config.schema import schema_errors
 from webhook.config.model import (
     DEVICE_PLUGIN,
     DRA,
@@ -407,8 +408,34 @@ def _lookups(data: Any, errors: list[str]) -> Lookups:
     return out
 
 
+def _location(error: str) -> str:
+    return error.split(": ", 1)[0]
+
+
+def _related(a: str, b: str) -> bool:
+    """One field path is the other or inside it (`cohorts[0]` and `cohorts[0].mig`)."""
+    short, long = sorted((a, b), key=len)
+    return long == short or long.startswith(short) and long[len(short)] in ".["
+
+
 def build_policy(data: Any, source: str = "policy") -> Policy:
-    """Validate a parsed policy document; raise ConfigError listing every problem."""
+    """Validate a parsed policy document, by the JSON Schema first, then by the checks that a schema
+    cannot express (names used twice, references to cohorts and classes); raise ConfigError listing
+    every problem. Where the schema has refused a field, the other checks add nothing about it."""
+    structural = schema_errors(data)
+    try:
+        policy = _build_policy(data, source)
+    except ConfigError as exc:
+        if not structural:
+            raise
+        others = [e for e in exc.errors if not any(_related(_location(e), _location(s)) for s in structural)]
+        raise ConfigError(structural + others, source) from None
+    if structural:
+        raise ConfigError(structural, source)
+    return policy
+
+
+def _build_policy(data: Any, source: str) -> Policy:
     errors: list[str] = []
     top = _Fields(data, "", errors)
     mode = top.get("mode", str, "enforce", _one_of(list(MODES)))

@@ -120,6 +120,17 @@ webhooks' namespaceSelector and matchConditions can never disagree.
 {{- define "gpu-admission.buildPolicyJson" -}}
 {{- $v := .Values -}}
 {{- $p := deepCopy (default dict $v.policy) -}}
+{{- /* What a JSON Schema cannot say (values.schema.json embeds the policy's schema), refused at render
+as the server's loader would refuse it at start. */ -}}
+{{- $names := list -}}
+{{- range (default list $p.cohorts) -}}
+{{- if and (kindIs "map" .) (hasKey . "name") -}}
+{{- if has .name $names -}}
+{{- fail (printf "policy.cohorts: cohort name %q is used twice" .name) -}}
+{{- end -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- end -}}
 {{- if $v.mode -}}
 {{- $_ := set $p "mode" $v.mode -}}
 {{- end -}}

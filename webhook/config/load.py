@@ -6,7 +6,7 @@ import fnmatch
 import re
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import yaml
 
@@ -548,7 +548,7 @@ def read_document(path: str | Path) -> dict:
     return data
 
 
-def merged_document(overlays: list[str | Path] = (), sets: list[str] = (), *, base: str | Path | None = None) -> dict:
+def merged_document(overlays: Sequence[str | Path] = (), sets: Sequence[str] = (), *, base: str | Path | None = None) -> dict:
     """`overlays` merged over `base` (the shipped default) as the chart merges its `policy:` value,
     then each `path=value` of `sets`: the document `load_layers` validates."""
     document = read_document(Path(base) if base is not None else DEFAULT_PATH)
@@ -561,7 +561,7 @@ def merged_document(overlays: list[str | Path] = (), sets: list[str] = (), *, ba
     return document
 
 
-def load_layers(overlays: list[str | Path] = (), sets: list[str] = (), *, base: str | Path | None = None) -> Policy:
+def load_layers(overlays: Sequence[str | Path] = (), sets: Sequence[str] = (), *, base: str | Path | None = None) -> Policy:
     """The policy the CLI runs: `merged_document`, validated as one document."""
     names = [str(base) if base is not None else "the shipped default"] + [str(p) for p in overlays] + (
         ["--set"] if sets else [])

@@ -63,7 +63,7 @@ spec:
 def nvidia_chart_rendering() -> str:
     """`helm template nvdp deployments/helm/nvidia-device-plugin -n nvidia-device-plugin`, as Helm writes it."""
     manifests = helm_python.Chart.load(str(NVIDIA_CHART)).render({}, name="nvdp", namespace="nvidia-device-plugin")
-    return "".join(f"---\n# Source: {path}\n{text}" for path, text in sorted(manifests.items()) if text.strip())
+    return "".join(f"---\n# Source: {path}\n{text.rstrip()}\n" for path, text in sorted(manifests.items()) if text.strip())
 
 
 def run(capsys, monkeypatch, *argv: str, stdin: str | None = None) -> tuple[int, str, str]:

@@ -144,12 +144,15 @@ def test_github_annotations_are_workflow_commands(capsys, monkeypatch, tmp_path,
     findings = [v for r in json.loads(js) for v in r["violations"]]
     lines = out.splitlines()
     assert len(lines) == len(findings)
-    command = re.compile(r"^::(error|warning|notice)( (file=[^,:]+,line=\d+,)?title=gpu-admission [a-z-]+)?::[^\r\n]+$")
+    command = re.compile(r"^::(error|warning|notice)( (file=[^,:]+,(line=\d+,)?)?title=gpu-admission [a-z-]+)?::[^\r\n]+$")
     for line, finding in zip(lines, findings):
         assert command.match(line), line
         assert f"title=gpu-admission {finding['rule']}::" in line
         assert line.startswith({"enforce": "::error", "warn": "::warning", "audit": "::notice"}[finding["action"]])
-        assert ("file=" in line) is (stdin is None)
+        if stdin is None:
+            assert re.search(r" file=[^,]+,line=\d+,", line), line
+        else:  # `helm template` output: the template each document came from, without a line
+            assert " file=nvidia-device-plugin/templates/daemonset-" in line and ",line=" not in line
 
 
 def test_findings_are_located_at_the_line_of_the_offending_field(capsys, monkeypatch, tmp_path):
@@ -200,6 +203,14 @@ def test_helm_template_of_a_real_chart_piped_to_check(capsys, monkeypatch):
     results = json.loads(out)
     assert {r["name"] for r in results} == {"nvdp-nvidia-device-plugin", "nvdp-nvidia-device-plugin-mps-control-daemon"}
     assert {v["rule"] for r in results for v in r["violations"]} == {"device-access-bypass", "visible-devices-override"}
+    code, out, _ = run(capsys, monkeypatch, "check", "-o", "sarif", "-", stdin=rendering)
+    locations = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: r["locations"][0]["physicalLocation"]
+                 for r in json.loads(out)["runs"][0]["results"]}
+    # Each finding at the template its document came from (Helm's `# Source:` comment), without a
+    # region: the rendered document's lines are not the template's.
+    assert set(locations) == {"nvidia-device-plugin/templates/daemonset-device-plugin.yml",
+                              "nvidia-device-plugin/templates/daemonset-mps-control-daemon.yml"}
+    assert all("region" not in p for p in locations.values())
     code, out, _ = run(capsys, monkeypatch, "check", "-o", "sarif", "--set",
                        "exemptNamespaces=[kube-system, nvidia-device-plugin]", "-", stdin=rendering)
     assert code == 0
@@ -299,3 +310,16 @@ def test_yaml_errors_are_the_pure_python_loader_s(text):
         for doc in yaml.load_all(text, Loader=yaml.SafeLoader):
             pure.append(doc)
     assert documents == pure and str(error) == str(expected.value)
+
+
+@pytest.mark.parametrize("text, document, expected", [
+    pytest.param("---\n# Source: c/templates/a.yaml\nkind: Pod\n", 1, "c/templates/a.yaml", id="helm-document"),
+    pytest.param("---\n# Source: c/templates/a.yaml\n\n---\nkind: Pod\n", 2, "c/templates/a.yaml",
+                 id="after-an-empty-document"),
+    pytest.param("---\n# Source: c/templates/a.yaml\nkind: Pod\n---\nkind: Job\n", 2, None,
+                 id="not-the-previous-document-s"),
+    pytest.param("kind: Pod\n", 1, None, id="plain-manifest"),
+])
+def test_helm_source_of_a_document(text, document, expected):
+    from webhook.cli.lines import LineFinder  # noqa: PLC0415
+    assert LineFinder(text).helm_source(document) == expected

@@ -30,7 +30,7 @@ def github_lines(subjects: Iterable[Subject], *, input_errors: Iterable[str] = (
         ev = s.evaluation
         for v in ev.violations:
             out.append(_command(_COMMAND[level(v, ev.dry_run)], v.message, file=s.file,
-                                line=s.line(v.path) if s.file else None, title=f"gpu-admission {v.rule.value}"))
+                                line=s.line(v.path), title=f"gpu-admission {v.rule.value}"))
         for e in ev.errors:
             out.append(_command("warning", f"{s.title}: rule {e.rule.value} failed internally: {e.error}",
                                 file=s.file, title=f"gpu-admission {e.rule.value}"))

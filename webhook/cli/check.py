@@ -47,8 +47,13 @@ def subjects(results, inputs) -> list[Subject]:
     out = []
     for doc, ev in results:
         finder = finders.get(doc.file)
+        file = relative_file(doc.file)
         line_of = None if finder is None else (lambda path, f=finder, d=doc: f.line(d.index, path, d.item))
-        out.append(Subject(evaluation=ev, where=doc.where, group=doc.file, file=relative_file(doc.file), line_of=line_of))
+        if file is None and finder is not None:
+            # `helm template ... | check -`: the template a document came from, without a line (the
+            # rendered document's lines are not the template's).
+            file, line_of = finder.helm_source(doc.index), None
+        out.append(Subject(evaluation=ev, where=doc.where, group=doc.file, file=file, line_of=line_of))
     return out
 
 

@@ -13,6 +13,7 @@ import yaml
 from webhook.yamlread import FAST_LOADER
 
 _INDEX = re.compile(r"\[(\d+)\]")
+_HELM_SOURCE = re.compile(r"^# Source: (\S.*?)\s*$")
 _QUOTED = re.compile(r'\[["\']([^"\']*)["\']\]')
 
 
@@ -30,6 +31,23 @@ class LineFinder:
             except yaml.YAMLError:
                 self._documents = []  # the reader reported it; no line then
         return self._documents
+
+    def helm_source(self, document: int) -> str | None:
+        """The template a document of `helm template` output came from (its `# Source:` comment)."""
+        trees = self._trees()
+        if not 0 < document <= len(trees) or trees[document - 1] is None:
+            return None
+        lines = self._text.splitlines()
+        # Back over the comments, blank lines and separators before the document (an empty document
+        # between two separators included), to the nearest `# Source:`.
+        for number in range(trees[document - 1].start_mark.line - 1, -1, -1):
+            text = lines[number]
+            m = _HELM_SOURCE.match(text)
+            if m:
+                return m.group(1)
+            if text.strip() and not text.startswith(("#", "---")):
+                return None
+        return None
 
     def line(self, document: int, path: str, item: int | None = None) -> int | None:
         """1-based line of `path` in the `document`-th document (1-based, as `Document.index`), in

@@ -86,6 +86,17 @@ CASES = {
                                         "rules.shared-claim.onError"),
     "label-value-not-a-string": (_cohorts(dict(DP, nodeLabels={"pool": 7})), "cohorts[0].nodeLabels.pool"),
     "unknown-field-in-a-cohort": (_cohorts(dict(DP, gpus=8)), "cohorts[0].gpus"),
+    # Cross-field checks: in the schema where it can say them, else in the chart's templates.
+    "two-cohorts-selecting-the-same-nodes": (_cohorts(DP, dict(DRA, nodeLabels={"pool": "a100"})), "cohorts"),
+    "namespace-cohort-unknown": (dict(_cohorts(DP, DRA), namespaceCohorts={"ml": "b200"}), "namespaceCohorts.ml"),
+    "namespace-cohort-known": (dict(_cohorts(DP, DRA), namespaceCohorts={"ml": "h200"}), None),
+    "cohort-device-class-not-listed": (_cohorts(dict(DRA, deviceClasses=["big-gpu"])), "cohorts[0].deviceClasses"),
+    "cohort-device-class-listed": (dict(_cohorts(dict(DRA, deviceClasses=["big-gpu"])),
+                                        deviceClasses=[{"name": "big-gpu", "driver": "gpu.nvidia.com"}]), None),
+    "run-as-root-default-with-non-root": ({"cohorts": [DP], "securityDefaults": {"runAsUser": 0}},
+                                          "securityDefaults.runAsUser"),
+    "run-as-root-default-without-non-root": ({"cohorts": [DP], "securityDefaults": {"runAsUser": 0,
+                                                                                     "runAsNonRoot": False}}, None),
 }
 
 
@@ -104,8 +115,7 @@ def test_the_chart_and_the_loader_refuse_the_same_policies(policy, field):
     # Helm's own words: its schema validator's (values.schema.json), or the chart's fail for what a
     # schema cannot say (a cohort name used twice).
     text = str(from_chart.value)
-    assert "values don't meet the specifications of the schema" in text or \
-        "policy.cohorts: cohort name" in text, text
+    assert "values don't meet the specifications of the schema" in text or f"policy.{field}: " in text, text
 
 
 @pytest.mark.parametrize("policy, message", [

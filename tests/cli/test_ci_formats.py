@@ -9,6 +9,7 @@ import io
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import helm_python
 import pytest
@@ -323,3 +324,23 @@ def test_yaml_errors_are_the_pure_python_loader_s(text):
 def test_helm_source_of_a_document(text, document, expected):
     from webhook.cli.lines import LineFinder  # noqa: PLC0415
     assert LineFinder(text).helm_source(document) == expected
+
+
+GOLDEN_CI = DATA.parent / "golden" / "ci"
+
+
+@pytest.mark.parametrize("output, suffix", [("sarif", "sarif.json"), ("junit", "junit.xml"), ("github", "github.txt")])
+def test_golden_output(capsys, monkeypatch, tmp_path, request, output, suffix):
+    """The whole output for one file (a denied, a warned and a clean pod), as a person reviews it; the
+    package version is written as VERSION. `pytest --update-golden` rewrites them (read the diff)."""
+    from importlib import metadata  # noqa: PLC0415
+    monkeypatch.chdir(tmp_path)
+    Path("pods.yaml").write_text(DENIED_POD + "---\n" + WARNED_POD + "---\n" + ALLOWED_POD.replace("override", "fine"))
+    _, out, _ = run(capsys, monkeypatch, "check", "-o", output, "pods.yaml")
+    out = out.replace(f'"version": "{metadata.version("gpu-admission")}"', '"version": "VERSION"')
+    path = GOLDEN_CI / f"pods.{suffix}"
+    if request.config.getoption("update_golden", default=False):
+        GOLDEN_CI.mkdir(parents=True, exist_ok=True)
+        path.write_text(out, encoding="utf-8")
+    assert path.exists(), f"{path} is missing: run pytest tests/cli --update-golden and read it"
+    assert out == path.read_text(encoding="utf-8")

@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test run bench certs clean
+.PHONY: install test run bench certs schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ certs: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/decision.py
+
+# The chart's values.schema.json embeds the policy's JSON Schema (webhook/config/policy.schema.json);
+# tests/policy/test_schema.py fails until this is run after a change to either.
+schema: $(STAMP)
+	$(BIN)/python -c 'import sys; from webhook.config.schema import main; sys.exit(main(sys.argv[1:]))' \
+		charts/gpu-admission/values.schema.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

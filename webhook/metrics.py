@@ -20,6 +20,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from webhook.objects.kinds import BY_KIND
 from webhook.policy.results import Evaluation
 from webhook.rules import Action
+from webhook.version import package_version
 
 # Fine at the bottom: a decision takes tens of microseconds, a whole request well under a millisecond.
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5)
@@ -54,6 +55,11 @@ class Metrics:
         self.policy_loaded_at = Gauge(
             "gpu_admission_policy_loaded_timestamp_seconds", "When the policy in force was loaded.",
             registry=r, multiprocess_mode="livemax")
+        # The usual `_build_info` pattern: a constant 1 whose labels say what runs.
+        self.build_info = Gauge(
+            "gpu_admission_build_info", "Always 1; the version label is the running package's version.",
+            ("version",), registry=r, multiprocess_mode="livemax")
+        self.build_info.labels(package_version()).set(1)
         # (endpoint, kind, result) -> [count, sum of seconds, count per latency bucket (+Inf last)]
         self._tally: dict[tuple[str, str, str], list] = {}
         self._tally_lock = threading.Lock()  # the worker's threads tally at once; flush swaps the dict

@@ -14,6 +14,7 @@ from webhook import review
 from webhook.admission import JSON, AdmissionEndpoints, where
 from webhook.server import tls
 from webhook.server.logs import LOGGER
+from webhook.version import package_version
 
 log = logging.getLogger(f"{LOGGER}.admission")
 
@@ -30,7 +31,7 @@ def register(app: Flask, runtime) -> None:
     def readyz():
         # A refused policy file does not make the pod unready: every replica would go at once, and
         # with failurePolicy Fail no pod could be created anywhere. The body and a metric say it.
-        body: dict = {"policy": runtime.store.status.as_dict()}
+        body: dict = {"version": package_version(), "policy": runtime.store.status.as_dict()}
         ready = True
         if settings.tls:
             try:

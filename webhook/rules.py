@@ -81,3 +81,26 @@ SUMMARIES: dict[Rule, str] = {
     Rule.DEFAULT_PLACEMENT: "adds the cohort's node labels and tolerations when the pod did not select the cohort itself",
     Rule.HIDE_GPUS: "sets NVIDIA_VISIBLE_DEVICES=void on non-GPU containers of pods under the nvidia runtime",
 }
+
+# What reports group findings by (PolicyReport and OpenReports `category`, which Policy Reporter shows).
+CATEGORIES: dict[Rule, str] = {
+    Rule.DOUBLE_MECHANISM: "GPU allocation",
+    Rule.COHORT_MISMATCH: "GPU allocation",
+    Rule.RESOURCE_NOT_OFFERED: "GPU allocation",
+    Rule.SHARED_REQUEST_COUNT: "GPU sharing",
+    Rule.SHARED_EXCLUSIVE_MIX: "GPU sharing",
+    Rule.SHARING_NOT_ENABLED: "GPU sharing",
+    Rule.SHARED_CLAIM: "GPU sharing",
+    Rule.VISIBLE_DEVICES_OVERRIDE: "GPU device access",
+    Rule.DEVICE_ACCESS_BYPASS: "GPU device access",
+    Rule.RUNTIME_CLASS_CONFLICT: "GPU runtime and security",
+    Rule.RUN_AS_ROOT: "GPU runtime and security",
+    Rule.CLAIM_SHAPE: "DRA claims",
+    Rule.LEGACY_API: "DRA claims",
+    Rule.UNRESOLVED_CLAIM: "DRA claims",
+    Rule.DEFAULT_RUNTIME_CLASS: "GPU runtime and security",
+    Rule.DEFAULT_SECURITY_CONTEXT: "GPU runtime and security",
+    Rule.DEFAULT_PLACEMENT: "GPU allocation",
+    Rule.HIDE_GPUS: "GPU device access",
+}
+GENERAL_CATEGORY = "GPU admission"  # results about an object as a whole: it passed, was exempt, or could not be listed

@@ -91,6 +91,7 @@ VALUE_SETS: dict[str, dict] = {
                       "mode": "enforce"},
     "audit-cronjob": {"audit": {"enabled": True, "extraArgs": ["--namespace", "ml"], "timeZone": "Etc/UTC"},
                       "lookups": {"configMaps": True}},
+    "audit-openreports": {"audit": {"enabled": True, "reports": "openreports", "timeZone": "Etc/UTC"}},
     "extras-on": {"networkPolicy": {"enabled": True}, "serviceMonitor": {"enabled": True},
                   "priorityClassName": "system-cluster-critical", "replicaCount": 3,
                   "podDisruptionBudget": {"maxUnavailable": "50%"}, "image": {"digest": "sha256:" + "a" * 64}},

@@ -7,6 +7,7 @@ import posixpath
 import re
 from pathlib import Path
 
+import helm_python
 import pytest
 import yaml
 
@@ -72,13 +73,14 @@ def test_custom_policy_and_convenience_values(render):
     assert policy.namespace_cohorts == {"training": "h200"}
 
 
-def test_a_policy_the_loader_refuses_is_caught_by_the_test_hook(render):
-    """The loader check above is not vacuous: a policy the schema lets through but the loader refuses
-    (two cohorts selecting the same nodes) fails parse_policy with the field named."""
+def test_a_policy_the_loader_refuses_the_chart_refuses_at_render(render):
+    """The loader check above is not vacuous, and the chart no longer lets such a policy through to a
+    server that would refuse it at start: two cohorts selecting the same nodes fail both, naming cohorts."""
     twins = [dict(CUSTOM_POLICY["cohorts"][0], name="a"), dict(CUSTOM_POLICY["cohorts"][0], name="b")]
-    out = render({"policy": dict(CUSTOM_POLICY, cohorts=twins)})
-    with pytest.raises(ConfigError, match="cohorts"):
-        parse_policy(out.policy_text())
+    with pytest.raises(helm_python.HelmError, match="policy.cohorts: cohorts \"a\" and \"b\" select the same nodes"):
+        render({"policy": dict(CUSTOM_POLICY, cohorts=twins)})
+    with pytest.raises(ConfigError, match="cohorts 'a' and 'b' select the same nodes"):
+        parse_policy(yaml.safe_dump(dict(CUSTOM_POLICY, cohorts=twins)))
 
 
 # ---------------------------------------------------------------- values.schema.json vs the code

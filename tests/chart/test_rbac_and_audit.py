@@ -70,7 +70,11 @@ def test_a_lookup_enabled_in_the_policy_subtree_also_gets_its_rbac(render):
     assert "timeoutSeconds: 0.5" in out.policy_text()
 
 
-@pytest.mark.parametrize("value_set", set_params("audit-cronjob"))
+REPORTS = {"audit-cronjob": ("policyreport", "wgpolicyk8s.io", {"policyreports", "clusterpolicyreports"}),
+           "audit-openreports": ("openreports", "openreports.io", {"reports", "clusterreports"})}
+
+
+@pytest.mark.parametrize("value_set", set_params(*REPORTS))
 def test_audit_cronjob_runs_audit_apply_with_the_chart_s_policy(rendered, value_set):
     cron = rendered.one("CronJob")
     spec = cron["spec"]
@@ -81,10 +85,13 @@ def test_audit_cronjob_runs_audit_apply_with_the_chart_s_policy(rendered, value_
     assert container["command"] == ["gpu-admission"]
     args = container["args"]
     assert args[0] == "audit" and "--apply" in args
-    assert args[args.index("--output") + 1] == "policyreport"  # --apply writes PolicyReports only
+    assert args[args.index("--output") + 1] == REPORTS[value_set][0]  # the report API audit.reports names
     assert args[args.index("--owner-webhook") + 1] == rendered.one("ValidatingWebhookConfiguration")["metadata"]["name"]
-    config = args[args.index("--config") + 1]
-    assert container["args"][-2:] == ["--namespace", "ml"]  # audit.extraArgs
+    # The ConfigMap holds the complete policy the webhook runs: the base, not an overlay over the default.
+    config = args[args.index("--base") + 1]
+    assert "--config" not in args
+    if value_set == "audit-cronjob":
+        assert container["args"][-2:] == ["--namespace", "ml"]  # audit.extraArgs
     (mount,) = [m for m in container["volumeMounts"] if config.startswith(m["mountPath"] + "/")]
     (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
     assert config.rsplit("/", 1)[1] in rendered.one("ConfigMap", volume["configMap"]["name"])["data"]
@@ -95,7 +102,7 @@ def test_audit_cronjob_runs_audit_apply_with_the_chart_s_policy(rendered, value_
     assert any(m["mountPath"] == "/tmp" for m in container["volumeMounts"])
 
 
-@pytest.mark.parametrize("value_set", set_params("audit-cronjob"))
+@pytest.mark.parametrize("value_set", set_params(*REPORTS))
 def test_audit_rbac_reads_what_it_audits_and_writes_only_policy_reports(rendered, value_set):
     name = f"{RELEASE}-audit"
     sa = rendered.one("ServiceAccount", name)
@@ -103,7 +110,8 @@ def test_audit_rbac_reads_what_it_audits_and_writes_only_policy_reports(rendered
     assert pod["serviceAccountName"] == sa["metadata"]["name"]
     grants = _grants(rendered.one("ClusterRole", name))
     audited = {(k.group, k.resource) for k in kinds.HANDLED} | {("", "namespaces")}
-    reports = {("wgpolicyk8s.io", "policyreports"), ("wgpolicyk8s.io", "clusterpolicyreports")}
+    _, group, plurals = REPORTS[value_set]
+    reports = {(group, plural) for plural in plurals}
     owner = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
     assert set(grants) == audited | reports | {owner}
     for resource in audited:
@@ -113,6 +121,8 @@ def test_audit_rbac_reads_what_it_audits_and_writes_only_policy_reports(rendered
     assert grants[owner] == {"get"}
     bindings = {b["metadata"]["name"]: b for b in rendered.all("ClusterRoleBinding")}
     assert bindings[name]["roleRef"]["name"] == name
+    if value_set == "audit-openreports":
+        return
     # ConfigMap lookups are on in this value set: the audit reads envFrom keys through the same role.
     assert bindings[f"{name}-lookups"]["roleRef"]["name"] == f"{RELEASE}-lookups"
     for binding in (bindings[name], bindings[f"{name}-lookups"]):
@@ -128,7 +138,7 @@ def test_audit_without_lookups_has_no_lookup_binding(render):
 def test_no_object_grants_more_than_reads_and_policy_reports(rendered, value_set):
     for role in rendered.all("ClusterRole") + rendered.all("Role"):
         for (group, _), verbs in _grants(role).items():
-            if group != "wgpolicyk8s.io":
+            if group not in ("wgpolicyk8s.io", "openreports.io"):
                 assert verbs <= {"get", "list", "watch"}, role["metadata"]["name"]  # never write anything else
 
 
@@ -141,6 +151,6 @@ def test_audit_arguments_are_the_cli_s(rendered, value_set):
     args = build_parser().parse_args(container["args"])
     assert args.command == "audit" and args.apply is True and args.output == "policyreport"
     assert args.owner_webhook == RELEASE
-    assert args.config == "/etc/gpu-admission/policy/policy.yaml"
+    assert args.base == "/etc/gpu-admission/policy/policy.yaml" and args.config == []
     assert args.namespace == ["ml"]
     assert args.kubeconfig is None and args.context is None  # the in-cluster config

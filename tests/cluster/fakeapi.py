@@ -9,7 +9,10 @@ What it reproduces, because the code under test depends on it:
   when allowed, an ERROR event with a 410 Expired Status when the version is compacted, the stream
   ended after `timeoutSeconds`;
 - Status bodies for 401, 403, 404, 409, 410, 422, 5xx; a plain-text 404 for resources it does not serve;
-- apiserver shaping of Pods (quantities as strings, defaults filled in).
+- apiserver shaping of Pods (quantities as strings, defaults filled in);
+- validation of custom resources against their CRD's openAPIV3Schema (the report kinds, with the
+  upstream CRDs vendored in tests/data/schemas): a body the schema refuses, or with a field the real
+  apiserver would prune, is answered 422 Invalid.
 
 Faults are injected per resource and verb: `fail()` answers a status, `delay()` answers slowly,
 `unserve()` removes a resource, `drop_watches()` cuts open watches, `compact()` expires old versions,
@@ -40,6 +43,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.schemas import CRDS, crd_errors
 
 USER = "system:serviceaccount:gpu-admission:gpu-admission"
 
@@ -80,6 +85,8 @@ RESOURCES = (
     Res("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False),
     Res("wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport", builtin=False),
     Res("wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports", "ClusterPolicyReport", namespaced=False, builtin=False),
+    Res("openreports.io", "v1alpha1", "reports", "Report", builtin=False),
+    Res("openreports.io", "v1alpha1", "clusterreports", "ClusterReport", namespaced=False, builtin=False),
     Res("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
         namespaced=False),
 )
@@ -591,6 +598,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, obj)
                 return
             obj = json.loads(body)
+            invalid = crd_errors(obj) if (obj.get("apiVersion"), obj.get("kind")) in CRDS else []
+            if invalid:
+                raise _Failure(status(422, "Invalid", f'{res.kind}.{res.group} "{name or (obj.get("metadata") or {}).get("name", "")}" is invalid: '
+                                      + "; ".join(invalid), group=res.group, kind=res.kind))
             meta = obj.setdefault("metadata", {})
             if res.namespaced:
                 meta["namespace"] = namespace

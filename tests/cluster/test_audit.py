@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 import json
 import math
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import jsonpatch
 import pytest
 import yaml
 
@@ -15,7 +15,9 @@ from webhook.audit.listing import AUDITED, list_cluster
 from webhook.audit.progress import Progress
 from webhook.cli.main import main
 from webhook.config.load import DEFAULT_PATH
-from webhook.rules import Rule
+from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
+
+from tests.schemas import crd_errors, validate_junit, validate_sarif
 
 from .conftest import REAL_MANIFESTS, SEED
 
@@ -131,11 +133,10 @@ def test_json_is_what_check_says_of_the_same_manifests(cluster, audit, tmp_path,
         assert result["source"]["resource"] and result["source"]["cluster"].startswith("https://127.0.0.1:")
     trainer = audited[("Pod", "ai-workloads", "trainer")]
     assert not trainer["allowed"] and "double-mechanism" in {v["rule"] for v in trainer["violations"]}
-    # A running pod: the patch the mutating webhook would apply, to the object as the API holds it.
-    running = next(p for p in cluster.objects("pods") if p["metadata"]["name"] == "pod1"
-                   and p["metadata"]["namespace"] == "gpu-test1")
-    patch = audited[("Pod", "gpu-test1", "pod1")]["patch"]
-    assert patch and jsonpatch.apply_patch(running, patch)["spec"]["securityContext"]["runAsNonRoot"] is True
+    # A running pod is reported for what the validating rules say of it as it runs: `check` gives the
+    # patch the mutating webhook would apply at creation, the audit does not.
+    assert checked[("Pod", "gpu-test1", "pod1")]["patch"]
+    assert all(r["patch"] == [] for r in audited.values())
 
 
 def test_table_groups_findings_by_rule_then_namespace(cluster, audit):
@@ -145,15 +146,15 @@ def test_table_groups_findings_by_rule_then_namespace(cluster, audit):
     assert lines[0].split() == ["RULE", "NAMESPACE", "ACTION", "OBJECT", "PATH"]
     rows = lines[1:lines.index("")]
     rules = [line.split()[0] for line in rows if not line.startswith(" ")]
-    order = [r.value for r in Rule] + ["(patch)"]
+    order = [r.value for r in Rule]
     assert rules == sorted(rules, key=order.index) and len(set(rules)) == len(rules)  # each rule heads one group
     double = next(i for i, line in enumerate(lines) if line.startswith("double-mechanism"))
     assert lines[double].split()[1:4] == ["ai-workloads", "deny", "Pod/trainer"]
     shared = [line for line in lines if "Pod/pod" in line and "warn" in line]
     assert len(shared) == 2 and shared[0].split()[:2] == ["shared-claim", "gpu-test3"]
     assert shared[1].split()[0] == "warn"  # same rule and namespace: not repeated
-    assert lines[-1] == ("21 objects audited in 6 namespaces; 1 would be denied; 2 allowed with findings; "
-                         "6 would be patched.")
+    assert lines[-1] == "21 objects audited in 6 namespaces; 1 would be denied; 2 allowed with findings."
+    assert "patch" not in out  # running pods: no would-be mutations
 
 
 def test_policyreports_count_and_name_every_result(cluster, audit):
@@ -239,14 +240,28 @@ def test_apply_owner_reference_to_the_webhook(cluster, audit):
 
 
 def test_apply_fails_visibly_when_reports_cannot_be_written(cluster, audit):
-    cluster.unserve("policyreports")
+    cluster.fail(403, resource="policyreports", verb="create")
     rc, out, err = audit("-o", "policyreport", "--apply")
     assert rc == 2
-    assert "policyreport.wgpolicyk8s.io/gpu-admission -n ai-workloads failed: the API server does not serve" in err
+    assert "policyreport.wgpolicyk8s.io/gpu-admission -n ai-workloads failed: forbidden" in err
+
+
+@pytest.mark.parametrize("output, unserved, message", [
+    pytest.param("policyreport", "policyreports", "the cluster does not serve policyreports.wgpolicyk8s.io/v1alpha2: "
+                 "install the CRDs of wgpolicyk8s.io", id="policyreports"),
+    pytest.param("openreports", "clusterreports", "the cluster does not serve clusterreports.openreports.io/v1alpha1: "
+                 "install the CRDs of openreports.io", id="openreports"),
+])
+def test_apply_to_a_cluster_without_the_crds_writes_nothing(cluster, audit, output, unserved, message):
+    cluster.unserve(unserved)
+    rc, out, err = audit("-o", output, "--apply")
+    assert rc == 2 and message in err
+    assert not [c for c in cluster.calls if c.verb in ("create", "update", "delete")]
 
 
 @pytest.mark.parametrize("args, message", [
-    pytest.param(["--apply"], "--apply and --owner-webhook go with --output policyreport", id="apply-needs-reports"),
+    pytest.param(["--apply"], "--apply and --owner-webhook go with --output policyreport or openreports",
+                 id="apply-needs-reports"),
     pytest.param(["-o", "policyreport", "--owner-webhook", "x"], "--owner-webhook goes with --apply", id="owner"),
     pytest.param(["--chunk-size", "0"], "must be positive", id="chunk-size"),
     pytest.param(["--context", "nope"], "context", id="unknown-context"),
@@ -326,3 +341,88 @@ def test_progress_is_drawn_only_on_a_terminal(tty, drawn):
         assert "listing pods: 500 objects so far" in text
         assert "[###############...............] 5/10 evaluated" in text
         assert text.endswith("\r\033[K")  # the line is cleared for what follows
+
+
+@pytest.mark.parametrize("output, api_version, kinds", [
+    pytest.param("policyreport", "wgpolicyk8s.io/v1alpha2", ("PolicyReport", "ClusterPolicyReport"), id="policyreport"),
+    pytest.param("openreports", "openreports.io/v1alpha1", ("Report", "ClusterReport"), id="openreports"),
+])
+def test_reports_meet_the_upstream_crds(cluster, audit, output, api_version, kinds):
+    rc, out, _ = audit("-o", output)
+    assert rc == 1
+    reports = list(yaml.safe_load_all(out))
+    assert {r["kind"] for r in reports} == set(kinds) and {r["apiVersion"] for r in reports} == {api_version}
+    for report in reports:
+        assert crd_errors(report) == [], report["metadata"]
+        for result in report["results"]:
+            assert result["category"] == (CATEGORIES[Rule(result["rule"])] if "rule" in result else GENERAL_CATEGORY)
+        assert report["summary"] == {k: sum(1 for r in report["results"] if r["result"] == k)
+                                     for k in ("pass", "fail", "warn", "error", "skip")}
+    if output == "openreports":
+        assert {r["source"] for r in reports} == {"gpu-admission"}
+
+
+def test_openreports_apply_creates_updates_and_prunes(cluster, audit):
+    """--apply writes Report and ClusterReport objects; the fake apiserver validates each write against
+    the upstream CRD, as a real one does."""
+    cluster.apply({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                   "metadata": {"name": "gpu-admission"}, "webhooks": []})
+    rc, out, err = audit("-o", "openreports", "--apply", "--owner-webhook", "gpu-admission")
+    assert rc == 1, err
+    assert "report.openreports.io/gpu-admission -n ai-workloads created" in out.splitlines()
+    assert "clusterreport.openreports.io/gpu-admission created" in out.splitlines()
+    reports = {r["metadata"]["namespace"]: r for r in cluster.objects("reports")}
+    assert reports["ai-workloads"]["summary"]["fail"] == 1
+    assert all(r["metadata"]["ownerReferences"][0]["kind"] == "ValidatingWebhookConfiguration"
+               for r in reports.values())
+    assert not cluster.objects("policyreports")  # the other API is left alone
+    for name in ("pod1", "pod2"):
+        cluster.delete("v1", "Pod", "gpu-test3", name)
+    cluster.delete("resource.k8s.io/v1", "ResourceClaim", "gpu-test3", "single-gpu")
+    rc, out, _ = audit("-o", "openreports", "--apply")
+    assert "report.openreports.io/gpu-admission -n ai-workloads configured" in out.splitlines()
+    assert "report.openreports.io/gpu-admission -n gpu-test3 deleted" in out.splitlines()
+    assert "gpu-test3" not in {r["metadata"]["namespace"] for r in cluster.objects("reports")}
+
+
+def test_a_report_the_crd_refuses_is_a_failed_write(cluster, audit, monkeypatch):
+    """The fake apiserver's CRD validation is not vacuous: a severity outside the CRD's enum is refused."""
+    from webhook.audit import policyreport  # noqa: PLC0415
+    monkeypatch.setitem(policyreport._SEVERITY, Action.ENFORCE, "severe")
+    rc, _, err = audit("-o", "openreports", "--apply")
+    assert rc == 2
+    assert ("report.openreports.io/gpu-admission -n ai-workloads failed: API error 422: "
+            'Report.openreports.io "gpu-admission" is invalid: results.0.severity') in err
+    assert "'severe' is not one of ['critical', 'high', 'low', 'medium', 'info']" in err
+
+
+@pytest.mark.parametrize("output", ["sarif", "junit", "github"])
+def test_ci_formats_of_a_live_audit(cluster, audit, output):
+    rc, out, _ = audit("-o", output)
+    assert rc == 1
+    _, js, _ = audit("-o", "json")
+    findings = [v for r in json.loads(js) for v in r["violations"]]
+    assert findings and not any(Rule(v["rule"]).is_mutation for v in findings)
+    if output == "sarif":
+        log = json.loads(out)
+        validate_sarif(log)
+        results = log["runs"][0]["results"]
+        assert len(results) == len(findings)
+        assert all("physicalLocation" not in r["locations"][0] for r in results)  # no file: the cluster
+        assert {r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] for r in results} >= {
+            "Pod/ai-workloads/trainer"}
+    elif output == "junit":
+        validate_junit(out)
+        suites = {s.get("name") for s in ET.fromstring(out).findall("testsuite")}
+        assert {"ai-workloads", "gpu-test3", "(cluster)"} <= suites
+    else:
+        assert len(out.splitlines()) == len(findings)
+        assert all(line.startswith(("::error title=", "::warning title=", "::notice title=")) for line in out.splitlines())
+
+
+def test_audit_fail_on_warn(cluster, audit, tmp_path):
+    # Only warnings once the double-mechanism pod is gone: shared-claim on the pods of gpu-test3.
+    cluster.delete("v1", "Pod", "ai-workloads", "trainer")
+    assert audit()[0] == 0
+    assert audit("--fail-on-warn")[0] == 1
+    assert audit("--fail-on-warn", "--set", "rules.shared-claim=off")[0] == 0

@@ -11,7 +11,7 @@ from webhook.audit.listing import ListFailure
 from webhook.audit.policyreport import build_reports, object_results
 from webhook.lookups.resources import ApiResource, DEVICE_CLASSES
 from webhook.policy.results import Evaluation, RuleError, Violation
-from webhook.rules import Action, Rule
+from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
 
 NOW = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
 TS = {"seconds": int(NOW.timestamp()), "nanos": 0}
@@ -35,10 +35,10 @@ def _violation(rule: Rule, action: Action) -> Violation:
     pytest.param({"violations": (_violation(Rule.RUN_AS_ROOT, Action.WARN),
                                  _violation(Rule.SHARED_CLAIM, Action.AUDIT))},
                  [("warn", "run-as-root", "medium"), ("warn", "shared-claim", "low")], id="warn-and-audit"),
-    pytest.param({"violations": (_violation(Rule.HIDE_GPUS, Action.AUDIT),), "dry_run": True},
-                 [("warn", "hide-gpus", "info")], id="mutation-finding"),
-    pytest.param({"patch": ({"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"},)},
-                 [("warn", None, "info")], id="patch"),
+    pytest.param({"violations": (_violation(Rule.VISIBLE_DEVICES_OVERRIDE, Action.ENFORCE),
+                                 _violation(Rule.CLAIM_SHAPE, Action.WARN))},
+                 [("fail", "visible-devices-override", "high"), ("warn", "claim-shape", "medium")],
+                 id="two-categories"),
     pytest.param({"errors": (RuleError(Rule.CLAIM_SHAPE, "KeyError: 'x'", False),)},
                  [("error", "claim-shape", None)], id="rule-error"),
     pytest.param({"skipped": 'namespace "kube-system" is exempt'}, [("skip", None, None)], id="exempt"),
@@ -48,6 +48,8 @@ def test_each_evaluation_becomes_results(evaluation, expected):
     assert [(r["result"], r.get("rule"), r.get("severity")) for r in results] == expected
     for r in results:
         assert r["policy"] == "gpu-admission" and r["timestamp"] == TS
+        # Policy Reporter groups by category: the rule's, or the general one for whole-object results.
+        assert r["category"] == (CATEGORIES[Rule(r["rule"])] if "rule" in r else GENERAL_CATEGORY)
         assert r["resources"] == [{"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "ml", "uid": "uid-p"}]
 
 

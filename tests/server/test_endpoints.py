@@ -37,6 +37,14 @@ def test_readyz_reports_the_policy_in_force(client, app):
     assert "certificates" not in body  # this app serves plain HTTP (TLS is gunicorn's, tested with it)
 
 
+def test_readyz_and_build_info_carry_the_installed_package_version(client):
+    from importlib import metadata
+    installed = metadata.version("gpu-admission")  # pip's record of what is installed, read independently
+    assert client.get("/readyz").get_json()["version"] == installed
+    text = client.get("/metrics").get_data(as_text=True)
+    assert f'gpu_admission_build_info{{version="{installed}"}} 1.0' in text
+
+
 def test_readyz_is_not_ready_while_the_certificate_cannot_load(make_app, tmp_path):
     app = make_app(tls_cert=tmp_path / "missing.crt", tls_key=tmp_path / "missing.key")
     response = app.test_client().get("/readyz")

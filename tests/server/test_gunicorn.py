@@ -197,6 +197,9 @@ def test_deployed_server(deployed):
     assert ready["ready"] is True and ready["policy"]["inForce"] == "last good policy"
     status, metrics = conn.get("/metrics")
     assert status == 200 and b"gpu_admission_policy_reload_ok 0.0" in metrics
+    # The build info of the installed package, summed over the workers' files as one series.
+    from importlib import metadata  # noqa: PLC0415
+    assert f'gpu_admission_build_info{{version="{metadata.version("gpu-admission")}"}} 1.0'.encode() in metrics
 
     # Every call so far counted once, whichever worker answered it (each writes its own file, the other
     # worker's tallies within a flush interval).

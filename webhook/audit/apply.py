@@ -1,4 +1,4 @@
-"""Write PolicyReports to the cluster: create, or update in place (resourceVersion carried over, as
+"""Write reports (PolicyReports or OpenReports) to the cluster: create, or update in place (resourceVersion carried over, as
 `kubectl replace` does), and delete gpu-admission's reports left in audited namespaces that no longer
 have anything to report."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from kubernetes.client import ApiClient
 
-from webhook.audit.policyreport import REPORT_NAME, SELECTOR
+from webhook.audit.policyreport import REPORT_NAME, SELECTOR, WGPOLICY, ReportApi
 from webhook.lookups.apiserver import ApiError, get, list_pages, send
-from webhook.lookups.resources import CLUSTER_POLICY_REPORTS, POLICY_REPORTS, VALIDATING_WEBHOOKS, ApiResource
+from webhook.lookups.resources import VALIDATING_WEBHOOKS, ApiResource
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +36,21 @@ def owner_reference(api_client: ApiClient, webhook: str, *, timeout: float) -> d
             "name": webhook, "uid": obj["metadata"]["uid"], "blockOwnerDeletion": False}
 
 
-def _write(api_client: ApiClient, report: dict, timeout: float) -> Applied:
-    resource = POLICY_REPORTS if report["kind"] == POLICY_REPORTS.kind else CLUSTER_POLICY_REPORTS
+def not_served(api_client: ApiClient, api: ReportApi, *, timeout: float) -> str | None:
+    """Why the cluster cannot take these reports (their CRDs are not installed), or None."""
+    for resource in (api.namespaced, api.cluster):
+        try:
+            next(iter(list_pages(api_client, resource, None, limit=1, timeout=timeout)), None)
+        except ApiError as err:
+            if err.status == 404:
+                return (f"the cluster does not serve {resource.qualified}/{resource.version}: install the "
+                        f"CRDs of {resource.group}")
+            return None  # forbidden, say: the writes will name the reason
+    return None
+
+
+def _write(api_client: ApiClient, report: dict, api: ReportApi, timeout: float) -> Applied:
+    resource = api.namespaced if report["kind"] == api.namespaced.kind else api.cluster
     namespace = report["metadata"].get("namespace", "")
     name = report["metadata"]["name"]
     try:
@@ -92,15 +105,15 @@ def _stale(api_client: ApiClient, resource: ApiResource, namespace: str | None, 
 
 
 def apply_reports(api_client: ApiClient, reports: list[dict], *, namespaces: tuple[str, ...] = (),
-                  timeout: float = 30.0, prune: bool = True) -> list[Applied]:
+                  timeout: float = 30.0, prune: bool = True, api: ReportApi = WGPOLICY) -> list[Applied]:
     """Write `reports`; then, with `prune`, remove gpu-admission's reports that this audit's scope (all
     namespaces, or the chosen ones) no longer produces."""
-    out = [_write(api_client, r, timeout) for r in reports]
+    out = [_write(api_client, r, api, timeout) for r in reports]
     if not prune:
         return out
     written = {r["metadata"].get("namespace", "") for r in reports}
     for namespace in namespaces or (None,):
-        out += _stale(api_client, POLICY_REPORTS, namespace, written, timeout)
+        out += _stale(api_client, api.namespaced, namespace, written, timeout)
     if not namespaces:
-        out += _stale(api_client, CLUSTER_POLICY_REPORTS, None, written, timeout)
+        out += _stale(api_client, api.cluster, None, written, timeout)
     return out

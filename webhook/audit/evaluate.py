@@ -1,6 +1,7 @@
-"""Evaluate a cluster listing with the webhook's engine: each object as on CREATE (running Pods too:
-the validation view, and the patch the mutating webhook would apply), references resolved from the
-listed objects first, as one bundle, then from the cluster."""
+"""Evaluate a cluster listing with the webhook's engine: each object by the validating rules, as on
+CREATE, references resolved from the listed objects first, as one bundle, then from the cluster.
+Running Pods are validated as they run: what the mutating webhook would have added at their creation
+is no finding about them (the webhook was not there then, or it was and they carry it already)."""
 from __future__ import annotations
 
 import dataclasses
@@ -86,7 +87,8 @@ def evaluate_listing(listing: Listing, policy: Policy, cluster: Resolver, *, clu
     chosen = [(r, o) for r, o in listing.objects if cluster_scoped or r.namespaced]
     out = []
     for done, (resource, obj) in enumerate(chosen, 1):
-        out.append(Audited(resource, obj, evaluate_object(obj, policy=policy, resolver=resolver, operation="CREATE")))
+        out.append(Audited(resource, obj, evaluate_object(obj, policy=policy, resolver=resolver, operation="CREATE",
+                                                                 mutate=False)))
         if on_object is not None:
             on_object(done, len(chosen))
     return out

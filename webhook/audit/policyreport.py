@@ -1,21 +1,25 @@
-"""Audit results as `wgpolicyk8s.io/v1alpha2` PolicyReports (one per namespace) and a
-ClusterPolicyReport (cluster-scoped objects, and kinds that could not be listed across namespaces),
-the format Kyverno, Policy Reporter and other tools read.
+"""Audit results as reports: `wgpolicyk8s.io/v1alpha2` PolicyReports, or their successor
+`openreports.io/v1alpha1` Reports, the formats Kyverno, Policy Reporter and other tools read. One
+report per namespace and one cluster-wide report (cluster-scoped objects, and kinds that could not be
+listed across namespaces); Kyverno writes one report per resource instead, which Policy Reporter
+aggregates alike (docs/audit.md compares the two).
 
-Result values: `fail` for a rule the configuration enforces, `warn` for warn/audit actions and for
-the patch the mutating webhook would apply to a running Pod (severity `info`), `error` for a rule that raised or a kind that
-could not be listed, `skip` for exempt objects, `pass` for objects no rule fired on."""
+Result values: `fail` for a rule the configuration enforces, `warn` for warn/audit actions, `error`
+for a rule that raised or a kind that could not be listed, `skip` for exempt objects, `pass` for
+objects no rule fired on. Every result has the `category` of its rule (Policy Reporter groups by it)."""
 from __future__ import annotations
 
 import datetime
 import json
 from collections import defaultdict
 
+from dataclasses import dataclass
+
 from webhook.audit.evaluate import Audited
 from webhook.audit.listing import ListFailure
-from webhook.audit.table import patch_summary
-from webhook.lookups.resources import CLUSTER_POLICY_REPORTS, POLICY_REPORTS
-from webhook.rules import Action
+from webhook.lookups.resources import CLUSTER_POLICY_REPORTS, OPEN_CLUSTER_REPORTS, OPEN_REPORTS, POLICY_REPORTS, \
+    ApiResource
+from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
 
 POLICY = "gpu-admission"
 REPORT_NAME = "gpu-admission"
@@ -25,6 +29,19 @@ OMITTED_ANNOTATION = "gpu-admission.io/omitted-results"
 # etcd refuses objects over 1.5 MiB; past this size pass and skip results are left out (the summary
 # still counts them) so that a namespace with thousands of healthy pods still gets its report.
 MAX_REPORT_BYTES = 1_000_000
+
+
+
+@dataclass(frozen=True, slots=True)
+class ReportApi:
+    """The kinds a report format is written as: per namespace, and cluster-wide."""
+
+    namespaced: ApiResource
+    cluster: ApiResource
+
+
+WGPOLICY = ReportApi(POLICY_REPORTS, CLUSTER_POLICY_REPORTS)
+OPENREPORTS = ReportApi(OPEN_REPORTS, OPEN_CLUSTER_REPORTS)
 
 _RESULT = {Action.ENFORCE: "fail", Action.WARN: "warn", Action.AUDIT: "warn"}
 _SEVERITY = {Action.ENFORCE: "high", Action.WARN: "medium", Action.AUDIT: "low"}
@@ -41,14 +58,14 @@ def _resource_ref(a: Audited) -> dict:
     return ref
 
 
-def _result(outcome: str, message: str, timestamp: dict, *, rule: str | None = None, severity: str | None = None,
+def _result(outcome: str, message: str, timestamp: dict, *, rule: Rule | None = None, severity: str | None = None,
             resources: list | None = None, properties: dict | None = None) -> dict:
     out: dict = {"policy": POLICY}
     if rule:
-        out["rule"] = rule
+        out["rule"] = rule.value
     # Copies per result: shared dicts would print as YAML anchors and aliases.
-    out.update({"result": outcome, "message": message, "source": POLICY, "scored": True,
-                "timestamp": dict(timestamp)})
+    out.update({"category": CATEGORIES[rule] if rule else GENERAL_CATEGORY, "result": outcome, "message": message,
+                "source": POLICY, "scored": True, "timestamp": dict(timestamp)})
     if severity:
         out["severity"] = severity
     if resources:
@@ -65,19 +82,11 @@ def object_results(a: Audited, timestamp: dict) -> list[dict]:
         return [_result("skip", ev.skipped, timestamp, resources=refs)]
     out = []
     for v in ev.violations:
-        if v.rule.is_mutation:
-            outcome, severity = "warn", "info"
-        else:
-            outcome, severity = _RESULT[v.action], _SEVERITY[v.action]
-        out.append(_result(outcome, v.message, timestamp, rule=v.rule.value, severity=severity, resources=refs,
-                           properties={"action": v.action.value, "path": v.path}))
+        out.append(_result(_RESULT[v.action], v.message, timestamp, rule=v.rule, severity=_SEVERITY[v.action],
+                           resources=refs, properties={"action": v.action.value, "path": v.path}))
     for e in ev.errors:
         out.append(_result("error", f"rule {e.rule.value} failed internally: {e.error}", timestamp,
-                           rule=e.rule.value, resources=refs))
-    if ev.patch:
-        out.append(_result("warn", f"the mutating webhook would patch it on creation: {patch_summary(ev.patch)}",
-                           timestamp, severity="info", resources=refs,
-                           properties={"operations": str(len(ev.patch))}))
+                           rule=e.rule, resources=refs))
     if not out:
         out.append(_result("pass", "no gpu-admission rule fired", timestamp, resources=refs))
     return out
@@ -88,8 +97,8 @@ def failure_result(f: ListFailure, timestamp: dict) -> dict:
                    properties={"resource": f.resource.qualified})
 
 
-def _report(namespace: str, results: list[dict], owner: dict | None) -> dict:
-    resource = POLICY_REPORTS if namespace else CLUSTER_POLICY_REPORTS
+def _report(namespace: str, results: list[dict], owner: dict | None, api: ReportApi) -> dict:
+    resource = api.namespaced if namespace else api.cluster
     metadata: dict = {"name": REPORT_NAME}
     if namespace:
         metadata["namespace"] = namespace
@@ -99,8 +108,10 @@ def _report(namespace: str, results: list[dict], owner: dict | None) -> dict:
     summary = {key: 0 for key in _SUMMARY_KEYS}
     for r in results:
         summary[r["result"]] += 1
-    report = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": metadata,
-              "summary": summary, "results": results}
+    report = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": metadata}
+    if api is OPENREPORTS:
+        report["source"] = POLICY  # OpenReports names the producer once, beside each result's own
+    report.update(summary=summary, results=results)
     return _fit(report)
 
 
@@ -114,8 +125,8 @@ def _fit(report: dict) -> dict:
 
 
 def build_reports(audited: list[Audited], failures: tuple[ListFailure, ...], *, now: datetime.datetime,
-                  owner: dict | None = None) -> list[dict]:
-    """PolicyReports sorted by namespace, then the ClusterPolicyReport when it has results."""
+                  owner: dict | None = None, api: ReportApi = WGPOLICY) -> list[dict]:
+    """Reports sorted by namespace, then the cluster-wide report when it has results."""
     timestamp = {"seconds": int(now.timestamp()), "nanos": 0}
     by_namespace: dict[str, list[dict]] = defaultdict(list)
     for a in audited:
@@ -123,7 +134,7 @@ def build_reports(audited: list[Audited], failures: tuple[ListFailure, ...], *, 
         by_namespace[namespace].extend(object_results(a, timestamp))
     for f in failures:
         by_namespace[f.namespace or ""].append(failure_result(f, timestamp))
-    reports = [_report(ns, by_namespace[ns], owner) for ns in sorted(by_namespace) if ns]
+    reports = [_report(ns, by_namespace[ns], owner, api) for ns in sorted(by_namespace) if ns]
     if by_namespace.get(""):
-        reports.append(_report("", by_namespace[""], owner))
+        reports.append(_report("", by_namespace[""], owner, api))
     return reports

@@ -8,16 +8,6 @@ from webhook.rules import Action, Rule
 
 _HEADER = ("RULE", "NAMESPACE", "ACTION", "OBJECT", "PATH")
 _RULE_ORDER = {rule: i for i, rule in enumerate(Rule)}
-# Mutations the configuration applies outright are not findings, only the patch: one row per patched
-# object, after the rules, naming the operations.
-PATCH_ROW = "(patch)"
-_SHOWN_OPERATIONS = 3
-
-
-def patch_summary(patch: tuple[dict, ...]) -> str:
-    ops = [f"{op.get('op')} {op.get('path')}" for op in patch]
-    more = len(ops) - _SHOWN_OPERATIONS
-    return ", ".join(ops[:_SHOWN_OPERATIONS]) + (f", and {more} more" if more > 0 else "")
 _MARK = {Action.ENFORCE: "deny", Action.WARN: "warn", Action.AUDIT: "audit"}
 
 
@@ -27,15 +17,10 @@ def _rows(audited: list[Audited]) -> list[tuple[int, str, str, str, str, str]]:
         ev = a.evaluation
         subject = f"{ev.kind}/{ev.name}"
         for v in ev.violations:
-            if v.rule.is_mutation:
-                mark = "patch"
-            else:
-                mark = "would-deny" if ev.dry_run and v.action is Action.ENFORCE else _MARK[v.action]
+            mark = "would-deny" if ev.dry_run and v.action is Action.ENFORCE else _MARK[v.action]
             rows.append((_RULE_ORDER[v.rule], v.rule.value, ev.namespace, mark, subject, v.path))
         for e in ev.errors:
             rows.append((_RULE_ORDER[e.rule], e.rule.value, ev.namespace, "error", subject, e.error))
-        if ev.patch:
-            rows.append((len(_RULE_ORDER), PATCH_ROW, ev.namespace, "patch", subject, patch_summary(ev.patch)))
     return sorted(rows, key=lambda r: (r[0], r[2], r[4], r[5]))
 
 
@@ -69,16 +54,14 @@ def summary(audited: list[Audited], failures: tuple[ListFailure, ...]) -> str:
     evs = [a.evaluation for a in audited]
     namespaces = {e.namespace for e in evs if e.namespace}
     denied = sum(1 for e in evs if not e.allowed)
-    would_deny = sum(1 for e in evs if e.dry_run and any(v.action is Action.ENFORCE and not v.rule.is_mutation
-                                                           for v in e.violations))
-    warned = sum(1 for e in evs if e.allowed and any(not v.rule.is_mutation for v in e.violations))
-    patched = sum(1 for e in evs if e.patch or any(v.rule.is_mutation for v in e.violations))
+    would_deny = sum(1 for e in evs if e.dry_run and any(v.action is Action.ENFORCE for v in e.violations))
+    warned = sum(1 for e in evs if e.allowed and e.violations)
     exempt = sum(1 for e in evs if e.skipped)
     parts = [f"{len(evs)} object{'s' if len(evs) != 1 else ''} audited in {len(namespaces)} "
              f"namespace{'s' if len(namespaces) != 1 else ''}", f"{denied} would be denied"]
     if would_deny:
         parts.append(f"{would_deny} would be denied once enforced (dry-run)")
-    parts += [f"{warned} allowed with findings", f"{patched} would be patched"]
+    parts.append(f"{warned} allowed with findings")
     if exempt:
         parts.append(f"{exempt} exempt")
     if failures:

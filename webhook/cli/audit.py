@@ -7,14 +7,16 @@ import sys
 
 import yaml
 
-from webhook.audit.apply import apply_reports, owner_reference
-from webhook.audit.evaluate import cluster_lookups, evaluate_listing
+from webhook.audit.apply import apply_reports, not_served, owner_reference
+from webhook.audit.evaluate import Audited, cluster_lookups, evaluate_listing
 from webhook.audit.listing import ListFailure, list_cluster
-from webhook.audit.policyreport import build_reports
+from webhook.audit.policyreport import OPENREPORTS, WGPOLICY, build_reports
 from webhook.audit.progress import Progress
 from webhook.audit.table import render_table
-from webhook.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_OK, load_policy_or_exit
+from webhook.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_ci_options, add_policy_options, \
+    load_policy_or_exit, write_ci_output
 from webhook.cli.report import result_dict
+from webhook.cli.subjects import Subject, warned
 from webhook.lookups.apiserver import ApiError
 from webhook.lookups.cluster import ClusterResolver
 from webhook.lookups.kubeconfig import ClusterConfigError, load_api_client
@@ -25,19 +27,26 @@ def register(sub) -> None:
         "audit", help="evaluate what a live cluster runs",
         description="List Pods, pod-bearing workloads, ResourceClaims, ResourceClaimTemplates and DeviceClasses "
         "from a live cluster (kubeconfig, or in-cluster), evaluate each as the webhooks would on CREATE, and "
-        "report as a table, JSON (the objects of `check -o json`) or wgpolicyk8s.io PolicyReports. Kinds that "
-        "cannot be listed are reported and the rest goes on. Exit 0: nothing would be denied; 1: something "
-        "would; 2: usage or configuration errors, nothing could be listed, or --apply failed.")
+        "report as a table, JSON (the objects of `check -o json`), wgpolicyk8s.io PolicyReports, "
+        "openreports.io Reports, or the CI formats of `check` (sarif, junit, github). Running Pods are "
+        "reported for what the validating rules say of them as they run. Kinds that cannot be listed are "
+        "reported and the rest goes on. Exit 0: nothing would be denied; 1: something would (or, with "
+        "--fail-on-warn, something was warned about); 2: usage or configuration errors, nothing could be "
+        "listed, or --apply failed.")
     p.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
                    help="audit this namespace (repeatable; default: all namespaces)")
-    p.add_argument("--output", "-o", choices=("table", "json", "policyreport"), default="table")
+    p.add_argument("--output", "-o", choices=("table", "json", "policyreport", "openreports", "sarif", "junit",
+                                              "github"), default="table",
+                   help="table (default), json, policyreport (wgpolicyk8s.io/v1alpha2), openreports "
+                   "(openreports.io/v1alpha1), sarif, junit, github")
     p.add_argument("--apply", action="store_true",
-                   help="with -o policyreport: write the reports to the cluster (create or update) instead of "
-                   "printing them, and delete this tool's reports the audited scope no longer produces")
+                   help="with -o policyreport or openreports: write the reports to the cluster (create or update) "
+                   "instead of printing them, and delete this tool's reports the audited scope no longer produces")
     p.add_argument("--owner-webhook", metavar="NAME",
                    help="with --apply: make the ValidatingWebhookConfiguration NAME own the reports, so that "
                    "uninstalling the webhook removes them")
-    p.add_argument("--config", metavar="FILE", help="policy YAML (default: the shipped default policy)")
+    add_policy_options(p)
+    add_ci_options(p)
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
                    "then the in-cluster service account)")
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
@@ -46,6 +55,18 @@ def register(sub) -> None:
     p.add_argument("--request-timeout", type=float, default=30.0, metavar="SECONDS",
                    help="timeout of each API request (default: 30)")
     p.set_defaults(func=run)
+
+
+REPORTS = ("policyreport", "openreports")
+
+
+def _subjects(audited: list[Audited]) -> list[Subject]:
+    out = []
+    for a in audited:
+        ev = a.evaluation
+        where = f"{a.resource.qualified} {ev.namespace}/{ev.name}" if ev.namespace else f"{a.resource.qualified} {ev.name}"
+        out.append(Subject(evaluation=ev, where=where, group=ev.namespace or "(cluster)"))
+    return out
 
 
 def _error(message: str) -> None:
@@ -68,22 +89,28 @@ def _policy_reports(args, client, audited, listing, namespaces) -> bool:
         except ApiError as err:
             _error(f"owner ValidatingWebhookConfiguration {args.owner_webhook!r}: {err.describe()}")
             return False
-    reports = build_reports(audited, listing.failures, now=datetime.datetime.now(datetime.timezone.utc), owner=owner)
+    api = OPENREPORTS if args.output == "openreports" else WGPOLICY
+    reports = build_reports(audited, listing.failures, now=datetime.datetime.now(datetime.timezone.utc), owner=owner,
+                            api=api)
     if not args.apply:
         sys.stdout.write(yaml.safe_dump_all(reports, sort_keys=False, allow_unicode=True))
         return True
+    problem = not_served(client, api, timeout=args.request_timeout)
+    if problem:
+        _error(problem)
+        return False
     if listing.failures:
         _error("old reports are kept: with kinds unlisted, this audit cannot tell which are stale")
     applied = apply_reports(client, reports, namespaces=namespaces, timeout=args.request_timeout,
-                            prune=not listing.failures)
+                            prune=not listing.failures, api=api)
     for item in applied:
         print(item.line(), file=sys.stderr if item.outcome == "failed" else sys.stdout)
     return not any(item.outcome == "failed" for item in applied)
 
 
 def run(args) -> int:
-    if (args.apply or args.owner_webhook) and args.output != "policyreport":
-        _error("--apply and --owner-webhook go with --output policyreport")
+    if (args.apply or args.owner_webhook) and args.output not in REPORTS:
+        _error("--apply and --owner-webhook go with --output policyreport or openreports")
         return EXIT_ERROR
     if args.owner_webhook and not args.apply:
         _error("--owner-webhook goes with --apply")
@@ -118,7 +145,9 @@ def run(args) -> int:
             if isinstance(lookups, ClusterResolver):
                 lookups.close()
         progress.finish()
-        status = EXIT_DENIED if any(not a.evaluation.allowed for a in audited) else EXIT_OK
+        denied = any(not a.evaluation.allowed for a in audited)
+        status = EXIT_DENIED if denied or (args.fail_on_warn and any(warned(a.evaluation) for a in audited)) \
+            else EXIT_OK
         if args.output == "json":
             source = {"cluster": client.configuration.host}
             results = [result_dict(a.evaluation, {**source, "resource": a.resource.qualified}) for a in audited]
@@ -127,6 +156,9 @@ def run(args) -> int:
             sys.stdout.write("\n")
         elif args.output == "table":
             print(render_table(audited, listing.failures))
+        elif args.output not in REPORTS:
+            write_ci_output(args.output, _subjects(audited), policy, name="gpu-admission audit",
+                            input_errors=[f"cannot list {f.where}: {f.reason}" for f in listing.failures])
         elif not _policy_reports(args, client, audited, listing, namespaces):
             return EXIT_ERROR
         return status

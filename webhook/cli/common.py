@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from webhook.cli.inputs import Inputs, read_inputs
-from webhook.config import ConfigError, Policy, load_policy
+from webhook.cli.annotations import github_lines
+from webhook.cli.junit import junit_xml
+from webhook.cli.sarif import sarif_log
+from webhook.cli.subjects import Subject
+from webhook.config import ConfigError, Policy, load_layers
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.kinds import BY_KIND, is_legacy_dra
@@ -16,14 +21,44 @@ EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
 def add_input_options(parser: argparse.ArgumentParser) -> None:
     """The manifests to read and the policy to read them with (what `policy_and_inputs` returns)."""
     parser.add_argument("paths", nargs="+", metavar="FILE|DIR|-")
-    parser.add_argument("--config", metavar="FILE", help="policy YAML (default: the shipped default policy)")
+    add_policy_options(parser)
     parser.add_argument("--namespace", "-n", default="default", metavar="NS",
                         help="namespace of documents that name none, as kubectl apply would place them (default: default)")
 
 
+def add_policy_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", action="append", default=[],
+                        help="policy overlay YAML, merged over the shipped default as the Helm chart merges its "
+                        "policy value (maps merged, lists replaced, null drops a key); repeatable, later files win")
+    parser.add_argument("--set", metavar="PATH=VALUE", action="append", default=[], dest="set_values",
+                        help="one policy value after the files, e.g. cohorts[0].migStrategy=mixed or "
+                        "rules.shared-claim=enforce (VALUE is YAML; null removes the key); repeatable")
+    parser.add_argument("--base", metavar="FILE",
+                        help="a complete policy the overlays go over, instead of the shipped default (the chart's "
+                        "audit CronJob passes the policy the webhook runs)")
+
+
+def add_ci_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fail-on-warn", action="store_true",
+                        help="exit 1 when a finding warns (warn or audit actions, dry-run denials, rules that "
+                        "failed), not only when something would be denied")
+
+
+def write_ci_output(output: str, subjects: list[Subject], policy: Policy, *, name: str, input_errors=()) -> None:
+    """sarif, junit or github output on stdout."""
+    if output == "sarif":
+        json.dump(sarif_log(subjects, policy, input_errors=input_errors), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    elif output == "junit":
+        sys.stdout.write(junit_xml(subjects, name=name, input_errors=input_errors))
+    else:
+        lines = github_lines(subjects, input_errors=input_errors)
+        sys.stdout.write("".join(line + "\n" for line in lines))
+
+
 def load_policy_or_exit(args) -> Policy | None:
     try:
-        return load_policy(args.config)
+        return load_layers(args.config, args.set_values, base=args.base)
     except ConfigError as exc:
         for error in exc.errors:
             print(f"gpu-admission: {exc.source}: {error}", file=sys.stderr)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from webhook import yamlread
 
 SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -35,6 +35,7 @@ class Document:
 class Inputs:
     documents: tuple[Document, ...]
     errors: tuple[str, ...]
+    texts: dict[str, str] = field(default_factory=dict)  # file label -> text, to find a field's line
 
 
 def _files(args: list[str], errors: list[str]):
@@ -65,11 +66,8 @@ def _parse(text: str, name: str, errors: list[str]) -> list:
             return [json.loads(text)]
         except json.JSONDecodeError:
             pass  # YAML flow style also starts with { or [
-    docs = []
-    try:
-        for doc in yaml.safe_load_all(text):
-            docs.append(doc)
-    except yaml.YAMLError as exc:
+    docs, exc = yamlread.load_all(text)
+    if exc is not None:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         errors.append(f"{name}: document {len(docs) + 1}: not valid YAML{where}: "
@@ -80,6 +78,7 @@ def _parse(text: str, name: str, errors: list[str]) -> list:
 def read_inputs(args: list[str]) -> Inputs:
     errors: list[str] = []
     documents: list[Document] = []
+    texts: dict[str, str] = {}
     for name, path in _files(args, errors):
         try:
             text = sys.stdin.read() if path is None else path.read_text(encoding="utf-8")
@@ -87,6 +86,7 @@ def read_inputs(args: list[str]) -> Inputs:
             errors.append(f"{name}: cannot read: {getattr(exc, 'strerror', None) or exc}")
             continue
         label = "<stdin>" if name == "-" else name
+        texts[label] = text
         parsed = _parse(text, label, errors)
         if parsed and all(d is None for d in parsed):
             errors.append(f"{label}: holds no document")
@@ -108,4 +108,4 @@ def read_inputs(args: list[str]) -> Inputs:
                 errors.append(f"{label}: document {i}: has no kind")
                 continue
             documents.append(Document(doc, label, i))
-    return Inputs(tuple(documents), tuple(errors))
+    return Inputs(tuple(documents), tuple(errors), texts)

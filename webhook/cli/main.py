@@ -7,7 +7,9 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("check", "mutate", "audit", "serve", "certs")
+from webhook.version import package_version
+
+COMMANDS = ("check", "mutate", "audit", "serve", "certs", "version")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Admission policy for NVIDIA GPU node cohorts: check manifests, mutate them, audit a "
         "cluster, serve the webhook.",
     )
+    parser.add_argument("--version", action="version", version=f"gpu-admission {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"webhook.cli.{name}").register(sub)

@@ -6,11 +6,14 @@ import fnmatch
 import re
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import yaml
 
+from webhook import yamlread
 from webhook.config.mig import MIG_PROFILE_TABLES
+from webhook.config.overlay import SetError, apply_set, overlay_policy
+from webhook.config.schema import schema_errors
 from webhook.config.model import (
     DEVICE_PLUGIN,
     DRA,
@@ -405,8 +408,34 @@ def _lookups(data: Any, errors: list[str]) -> Lookups:
     return out
 
 
+def _location(error: str) -> str:
+    return error.split(": ", 1)[0]
+
+
+def _related(a: str, b: str) -> bool:
+    """One field path is the other or inside it (`cohorts[0]` and `cohorts[0].mig`)."""
+    short, long = sorted((a, b), key=len)
+    return long == short or long.startswith(short) and long[len(short)] in ".["
+
+
 def build_policy(data: Any, source: str = "policy") -> Policy:
-    """Validate a parsed policy document; raise ConfigError listing every problem."""
+    """Validate a parsed policy document, by the JSON Schema first, then by the checks that a schema
+    cannot express (names used twice, references to cohorts and classes); raise ConfigError listing
+    every problem. Where the schema has refused a field, the other checks add nothing about it."""
+    structural = schema_errors(data)
+    try:
+        policy = _build_policy(data, source)
+    except ConfigError as exc:
+        if not structural:
+            raise
+        others = [e for e in exc.errors if not any(_related(_location(e), _location(s)) for s in structural)]
+        raise ConfigError(structural + others, source) from None
+    if structural:
+        raise ConfigError(structural, source)
+    return policy
+
+
+def _build_policy(data: Any, source: str) -> Policy:
     errors: list[str] = []
     top = _Fields(data, "", errors)
     mode = top.get("mode", str, "enforce", _one_of(list(MODES)))
@@ -481,26 +510,62 @@ def build_policy(data: Any, source: str = "policy") -> Policy:
     return policy
 
 
-def parse_policy(text: str, source: str = "policy") -> Policy:
+def _yaml(text: str, source: str) -> Any:
     try:
-        data = yaml.safe_load(text)
+        return yamlread.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError([f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"], source) from None
-    return build_policy(data, source)
 
 
-def load_policy(path: str | Path | None = None) -> Policy:
-    """Load a policy file, or the shipped default when `path` is None."""
-    p = Path(path) if path is not None else DEFAULT_PATH
+def parse_policy(text: str, source: str = "policy") -> Policy:
+    return build_policy(_yaml(text, source), source)
+
+
+def _read(p: Path) -> str:
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"cannot read: {exc.strerror or exc}"], str(p)) from None
     except UnicodeDecodeError:
         raise ConfigError(["not UTF-8 text"], str(p)) from None
-    return parse_policy(text, str(p))
+
+
+def load_policy(path: str | Path | None = None) -> Policy:
+    """Load a complete policy file, or the shipped default when `path` is None."""
+    p = Path(path) if path is not None else DEFAULT_PATH
+    return parse_policy(_read(p), str(p))
+
+
+def read_document(path: str | Path) -> dict:
+    """A policy file as a mapping (an empty file is an empty overlay)."""
+    data = _yaml(_read(Path(path)), str(path))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError([f"policy: must be a mapping, not {_type(data)}"], str(path))
+    return data
+
+
+def merged_document(overlays: Sequence[str | Path] = (), sets: Sequence[str] = (), *, base: str | Path | None = None) -> dict:
+    """`overlays` merged over `base` (the shipped default) as the chart merges its `policy:` value,
+    then each `path=value` of `sets`: the document `load_layers` validates."""
+    document = read_document(Path(base) if base is not None else DEFAULT_PATH)
+    document = overlay_policy(document, [read_document(p) for p in overlays])
+    for expression in sets:
+        try:
+            document = apply_set(document, expression)
+        except SetError as exc:
+            raise ConfigError([f"--set {exc}"], "policy") from None
+    return document
+
+
+def load_layers(overlays: Sequence[str | Path] = (), sets: Sequence[str] = (), *, base: str | Path | None = None) -> Policy:
+    """The policy the CLI runs: `merged_document`, validated as one document."""
+    names = [str(base) if base is not None else "the shipped default"] + [str(p) for p in overlays] + (
+        ["--set"] if sets else [])
+    return build_policy(merged_document(overlays, sets, base=base), " + ".join(names))
 
 
 def default_policy() -> Policy:

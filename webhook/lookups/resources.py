@@ -51,6 +51,8 @@ POLICY_REPORTS = ApiResource("wgpolicyk8s.io", "v1alpha2", "policyreports", "Pol
 CLUSTER_POLICY_REPORTS = ApiResource(
     "wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports", "ClusterPolicyReport", namespaced=False
 )
+OPEN_REPORTS = ApiResource("openreports.io", "v1alpha1", "reports", "Report", namespaced=True)
+OPEN_CLUSTER_REPORTS = ApiResource("openreports.io", "v1alpha1", "clusterreports", "ClusterReport", namespaced=False)
 VALIDATING_WEBHOOKS = ApiResource(
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
     namespaced=False,

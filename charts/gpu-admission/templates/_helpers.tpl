@@ -120,6 +120,41 @@ webhooks' namespaceSelector and matchConditions can never disagree.
 {{- define "gpu-admission.buildPolicyJson" -}}
 {{- $v := .Values -}}
 {{- $p := deepCopy (default dict $v.policy) -}}
+{{- /* What a JSON Schema cannot say (values.schema.json embeds the policy's schema), refused at render
+as the server's loader would refuse it at start. */ -}}
+{{- $names := list -}}
+{{- $selectors := dict -}}
+{{- range (default list $p.cohorts) -}}
+{{- if and (kindIs "map" .) (hasKey . "name") -}}
+{{- if has .name $names -}}
+{{- fail (printf "policy.cohorts: cohort name %q is used twice" .name) -}}
+{{- end -}}
+{{- $names = append $names .name -}}
+{{- $selector := toJson (default dict .nodeLabels) -}}
+{{- if hasKey $selectors $selector -}}
+{{- fail (printf "policy.cohorts: cohorts %q and %q select the same nodes; each GPU node belongs to exactly one cohort" (get $selectors $selector) .name) -}}
+{{- end -}}
+{{- $_ := set $selectors $selector .name -}}
+{{- end -}}
+{{- end -}}
+{{- range $ns, $cohort := (default dict $p.namespaceCohorts) -}}
+{{- if not (has $cohort $names) -}}
+{{- fail (printf "policy.namespaceCohorts.%s: unknown cohort %q; cohorts are %s" $ns $cohort (join ", " $names)) -}}
+{{- end -}}
+{{- end -}}
+{{- $classes := list -}}
+{{- range (default list $p.deviceClasses) -}}
+{{- if kindIs "map" . -}}
+{{- $classes = append $classes .name -}}
+{{- end -}}
+{{- end -}}
+{{- range $i, $c := (default list $p.cohorts) -}}
+{{- range (and (kindIs "map" $c) (default list $c.deviceClasses)) -}}
+{{- if not (has . $classes) -}}
+{{- fail (printf "policy.cohorts[%d].deviceClasses: unknown DeviceClass %q; list it under deviceClasses" $i .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if $v.mode -}}
 {{- $_ := set $p "mode" $v.mode -}}
 {{- end -}}

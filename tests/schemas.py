@@ -1,0 +1,82 @@
+"""The official schemas the CLI's and the audit's outputs are validated against (vendored under
+tests/data/schemas, see PROVENANCE.md there): SARIF 2.1.0, the JUnit XML schema Jenkins reads, and the
+CRDs of the report APIs."""
+from __future__ import annotations
+
+import copy
+import functools
+import json
+
+import jsonschema
+import xmlschema
+import yaml
+
+from tests.support import DATA
+
+SCHEMAS = DATA / "schemas"
+
+
+@functools.lru_cache(maxsize=None)
+def _sarif() -> jsonschema.Draft4Validator:
+    schema = json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    return jsonschema.Draft4Validator(schema)
+
+
+def validate_sarif(log: dict) -> None:
+    errors = sorted(_sarif().iter_errors(log), key=lambda e: list(e.absolute_path))
+    assert not errors, [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5]]
+
+
+@functools.lru_cache(maxsize=None)
+def _junit() -> xmlschema.XMLSchema:
+    return xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd"))
+
+
+def validate_junit(text: str) -> None:
+    _junit().validate(text)
+
+
+def _closed(schema: dict) -> dict:
+    """The CRD schema with unknown fields refused: the apiserver prunes them silently from a structural
+    schema's objects, so a report field it does not know would be lost without an error."""
+    out = copy.deepcopy(schema)
+    stack = [out]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node \
+                and not node.get("x-kubernetes-preserve-unknown-fields"):
+            node["additionalProperties"] = False
+        for key, value in node.items():
+            if key == "properties":
+                stack.extend(value.values())
+            elif isinstance(value, dict):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, dict))
+    return out
+
+
+CRDS = {
+    ("wgpolicyk8s.io/v1alpha2", "PolicyReport"): "wgpolicyk8s.io_policyreports.yaml",
+    ("wgpolicyk8s.io/v1alpha2", "ClusterPolicyReport"): "wgpolicyk8s.io_clusterpolicyreports.yaml",
+    ("openreports.io/v1alpha1", "Report"): "openreports.io_reports.yaml",
+    ("openreports.io/v1alpha1", "ClusterReport"): "openreports.io_clusterreports.yaml",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _crd(api_version: str, kind: str) -> jsonschema.Draft7Validator:
+    crd = yaml.safe_load((SCHEMAS / CRDS[(api_version, kind)]).read_text(encoding="utf-8"))
+    assert crd["spec"]["names"]["kind"] == kind
+    version = api_version.split("/")[1]
+    (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
+    assert served["served"]
+    return jsonschema.Draft7Validator(_closed(served["schema"]["openAPIV3Schema"]))
+
+
+def crd_errors(obj: dict) -> list[str]:
+    """What the apiserver would refuse (or prune) in `obj` by its CRD's openAPIV3Schema."""
+    validator = _crd(obj["apiVersion"], obj["kind"])
+    return [f"{'.'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(obj)]

@@ -1,0 +1,85 @@
+"""Results as SARIF 2.1.0 (OASIS), the format code-scanning UIs read (GitHub's upload-sarif among them):
+one run, a rule descriptor for every rule id (docs link, default level), and each finding located at
+its manifest file and, where the document could be mapped, the line of the offending field."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from urllib.parse import quote
+from typing import Iterable
+
+from webhook.cli.subjects import Subject, default_level, level
+from webhook.config.model import Policy
+from webhook.rules import SUMMARIES, Rule
+from webhook.version import package_version
+
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+INFORMATION_URI = "https://github.com/gpu-admission/gpu-admission"
+_RULE_INDEX = {rule: i for i, rule in enumerate(Rule)}
+
+
+def _descriptor(rule: Rule, policy: Policy) -> dict:
+    kind = "mutation" if rule.is_mutation else "validation"
+    return {
+        "id": rule.value,
+        "shortDescription": {"text": SUMMARIES[rule]},
+        "helpUri": policy.docs_url(rule),
+        "help": {"text": f"{SUMMARIES[rule]}. See {policy.docs_url(rule)}"},
+        "defaultConfiguration": {"level": default_level(rule)},
+        "properties": {"tags": ["kubernetes", "gpu", kind]},
+    }
+
+
+def _location(s: Subject, path: str) -> dict:
+    ev = s.evaluation
+    qualified = "/".join(p for p in (ev.kind, ev.namespace, ev.name) if p)
+    out: dict = {"logicalLocations": [{"name": ev.name or ev.kind, "fullyQualifiedName": qualified,
+                                       "kind": "resource"}]}
+    if s.file is not None:
+        file = Path(s.file)
+        physical: dict = {"artifactLocation": {"uri": file.as_uri() if file.is_absolute() else quote(file.as_posix())}}
+        line = s.line(path)
+        if line is not None:
+            physical["region"] = {"startLine": line}
+        out["physicalLocation"] = physical
+    return out
+
+
+def _fingerprint(s: Subject, rule: str, path: str) -> dict:
+    ev = s.evaluation
+    key = "\0".join((s.group, ev.kind, ev.namespace, ev.name, rule, path))
+    return {"gpuAdmission/v1": hashlib.sha256(key.encode()).hexdigest()}
+
+
+def _results(subjects: Iterable[Subject]) -> list[dict]:
+    out = []
+    for s in subjects:
+        ev = s.evaluation
+        for v in ev.violations:
+            out.append({"ruleId": v.rule.value, "ruleIndex": _RULE_INDEX[v.rule], "level": level(v, ev.dry_run),
+                        "message": {"text": v.message}, "locations": [_location(s, v.path)],
+                        "partialFingerprints": _fingerprint(s, v.rule.value, v.path),
+                        "properties": {"action": v.action.value, "path": v.path}})
+        for e in ev.errors:
+            out.append({"ruleId": e.rule.value, "ruleIndex": _RULE_INDEX[e.rule], "level": "warning",
+                        "message": {"text": f"{s.title}: rule {e.rule.value} failed internally: {e.error}"},
+                        "locations": [_location(s, "")], "partialFingerprints": _fingerprint(s, e.rule.value, "")})
+    return out
+
+
+def sarif_log(subjects: list[Subject], policy: Policy, *, input_errors: Iterable[str] = ()) -> dict:
+    """The SARIF log; input errors (files that could not be read or parsed) are the invocation's
+    notifications, and make it unsuccessful."""
+    notifications = [{"level": "error", "message": {"text": e}} for e in input_errors]
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "gpu-admission", "version": package_version(),
+                                "informationUri": INFORMATION_URI,
+                                "rules": [_descriptor(rule, policy) for rule in Rule]}},
+            "invocations": [{"executionSuccessful": not notifications,
+                             "toolExecutionNotifications": notifications}],
+            "results": _results(subjects),
+        }],
+    }

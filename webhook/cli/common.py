@@ -5,12 +5,14 @@ import argparse
 import sys
 
 from webhook.cli.inputs import Inputs, read_inputs
-from webhook.config import ConfigError, Policy, load_policy
+from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, load_policy_or_exit
+from webhook.config import Policy
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.kinds import BY_KIND, is_legacy_dra
 
-EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
+__all__ = ["EXIT_DENIED", "EXIT_ERROR", "EXIT_OK", "add_input_options", "evaluate_inputs", "handled",
+           "load_policy_or_exit", "policy_and_inputs"]
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -19,15 +21,6 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="policy YAML (default: the shipped default policy)")
     parser.add_argument("--namespace", "-n", default="default", metavar="NS",
                         help="namespace of documents that name none, as kubectl apply would place them (default: default)")
-
-
-def load_policy_or_exit(args) -> Policy | None:
-    try:
-        return load_policy(args.config)
-    except ConfigError as exc:
-        for error in exc.errors:
-            print(f"gpu-admission: {exc.source}: {error}", file=sys.stderr)
-        return None
 
 
 def policy_and_inputs(args) -> tuple[Policy, Inputs] | None:

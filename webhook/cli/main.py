@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("check", "mutate", "audit", "serve", "certs")
+COMMANDS = ("check", "mutate", "audit", "serve", "certs", "host")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
 from webhook.host import cdi, mig
 from webhook.host.facts import CONTAINERD_CONFIG, HostFacts
-from webhook.host.nvsmi import Gpu, driver_branch
+from webhook.host.nvsmi import FORMS, Gpu, driver_branch
 from webhook.host.sources import Missing
 from webhook.host.toolkit import dotted
 
@@ -146,7 +147,7 @@ def _check_gpus(out: _Findings, facts: HostFacts) -> tuple[Gpu, ...]:
         return ()
     names = sorted({g.product_name for g in facts.smi.gpus})
     out.add(Check.GPUS, Status.PASS, "host", f"{len(facts.smi.gpus)} GPU{'s' if len(facts.smi.gpus) != 1 else ''} "
-            f"({', '.join(names)}), read from nvidia-smi {facts.smi.form}")
+            f"({', '.join(names)}), read from `{FORMS[facts.smi.form]}`")
     return facts.smi.gpus
 
 
@@ -204,6 +205,7 @@ def _check_containerd(out: _Findings, facts: HostFacts) -> None:
                 "some managed images), give --containerd-config PATH")
         return
     files = ", ".join(f.path for f in c.files)
+    before = len(out)
     for error in c.errors:
         out.add(Check.CONTAINERD, Status.FAIL if "not valid TOML" in error else Status.UNKNOWN, "host",
                 "a containerd drop-in cannot be used", error,
@@ -222,7 +224,7 @@ def _check_containerd(out: _Findings, facts: HostFacts) -> None:
         elif cv >= DROP_IN_VERSION_CHECKED:
             out.add(Check.CONTAINERD, Status.FAIL, "host", f"drop-ins of a newer config version: {detail}",
                     f"{why}, and containerd {dotted(cv)} refuses to start on a drop-in above the root's version", fix)
-    if not c.errors and not newer:
+    if len(out) == before:
         out.add(Check.CONTAINERD, Status.PASS, "host", f"containerd configuration read: {files}")
 
 
@@ -230,7 +232,7 @@ def _check_handler(out: _Findings, facts: HostFacts, handler: str) -> None:
     c = facts.containerd
     if isinstance(c, Missing):
         out.add(Check.HANDLER, Status.UNKNOWN, "host", f"cannot tell whether containerd has the {quoted(handler)} runtime "
-                "handler", c.reason, f"run as root on the host, or give --containerd-config PATH")
+                "handler", c.reason, "run as root on the host, or give --containerd-config PATH")
         return
     found = c.runtime(handler)
     if found is None:
@@ -262,7 +264,7 @@ def _check_handler(out: _Findings, facts: HostFacts, handler: str) -> None:
 def _check_cdi_spec(out: _Findings, facts: HostFacts, gpus: tuple[Gpu, ...]) -> None:
     errors = f" ({'; '.join(facts.cdi_errors)})" if facts.cdi_errors else ""
     if isinstance(facts.cdi_specs, Missing):
-        out.add(Check.CDI_SPEC, Status.UNKNOWN, "host", f"cannot read the CDI specs", facts.cdi_specs.reason + errors,
+        out.add(Check.CDI_SPEC, Status.UNKNOWN, "host", "cannot read the CDI specs", facts.cdi_specs.reason + errors,
                 "run as root on the host")
         return
     specs = [s for s in facts.cdi_specs if s.kind == cdi.GPU_KIND and s.devices]
@@ -372,15 +374,28 @@ def _check_mig_profiles(out: _Findings, facts: HostFacts, gpus: tuple[Gpu, ...],
         if have == want:
             fine.append(str(g.index))
             continue
-        diffs = [f"{p}: host {have.get(p, 'none')}, cohort {want.get(p, 'none')}"
-                 for p in sorted(set(have) | set(want)) if have.get(p) != want.get(p)]
         out.add(Check.MIG_PROFILES, Status.FAIL, _gpu(g), "the GPU's MIG profiles differ from the cohort's table ("
-                + "; ".join(diffs) + ")", f"cohort {quoted(cohort.name)}'s table decides which nvidia.com/mig-* requests "
-                "the webhook admits; a wrong table admits pods that never schedule or denies ones that could",
-                "replace the cohort's mig: with the table `gpu-admission host inventory` prints for this model")
+                + _table_difference(have, want) + ")", f"cohort {quoted(cohort.name)}'s table decides which "
+                "nvidia.com/mig-* requests the webhook admits; a wrong table admits pods that never schedule or denies "
+                "ones that could", "give the cohort " + _table_fix(have))
     if fine:
         out.add(Check.MIG_PROFILES, Status.PASS, "host", f"the MIG profile table of GPU {', '.join(fine)} equals "
                 f"cohort {quoted(cohort.name)}'s")
+
+
+def _table_difference(have: dict[str, int], want: dict[str, int]) -> str:
+    if not set(have) & set(want):
+        shown = lambda t: ", ".join(f"{p}×{n}" for p, n in t.items())
+        return f"the host has {shown(have)}; the cohort has {shown(want)}"
+    return "; ".join(f"{p}: host {have.get(p, 'none')}, cohort {want.get(p, 'none')}"
+                     for p in sorted(set(have) | set(want)) if have.get(p) != want.get(p))
+
+
+def _table_fix(have: dict[str, int]) -> str:
+    model = next((name for name, table in MIG_PROFILE_TABLES.items() if dict(table) == have), None)
+    if model:
+        return f"mig: {{model: {model}}}"
+    return "the mig: profiles that `gpu-admission host inventory` prints for this model"
 
 
 def _check_mig_devices(out: _Findings, facts: HostFacts, gpus: tuple[Gpu, ...], cohort: Cohort) -> None:

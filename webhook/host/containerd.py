@@ -34,11 +34,9 @@ class ConfigFile:
     default_runtime: str | None = None
 
 
-def _table(data: dict, *keys: str) -> dict | None:
+def _table(data: Any, *keys: str) -> dict | None:
     for k in keys:
         data = data.get(k) if isinstance(data, dict) else None
-        if data is None:
-            return None
     return data if isinstance(data, dict) else None
 
 
@@ -67,7 +65,7 @@ def parse_config(text: str, path: str) -> ConfigFile:
         for handler, spec in (_table(containerd, "runtimes") or {}).items():
             if not isinstance(spec, dict):
                 continue
-            options = spec.get("options") if isinstance(spec.get("options"), dict) else {}
+            options = _table(spec, "options") or {}
             binary = options.get("BinaryName")
             runtimes[handler] = Runtime(
                 handler=handler,

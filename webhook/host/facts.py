@@ -40,7 +40,7 @@ def _parsed(source: Source, name: str, parse):
 
 def read_smi(source: Source) -> tuple[nvsmi.Smi | Missing, list[str]]:
     """The GPUs from the richest form there is: XML, else the text report, else the seed's CSV query."""
-    reasons = []
+    reasons: list[str] = []
     for name, parse in (("nvidia-smi-q.xml", nvsmi.parse_xml), ("nvidia-smi-q.txt", nvsmi.parse_text),
                         ("query.csv", nvsmi.parse_query_csv)):
         got = _parsed(source, name, parse)

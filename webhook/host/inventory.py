@@ -6,7 +6,7 @@ from __future__ import annotations
 from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.host import mig
 from webhook.host.facts import HostFacts
-from webhook.host.nvsmi import Gpu, MigDevice
+from webhook.host.nvsmi import FORMS, Gpu, MigDevice
 from webhook.host.sources import Missing
 
 
@@ -99,8 +99,8 @@ def text(inv: dict) -> list[str]:
     lines = [f"Host: {inv['source']}"]
     if inv["errors"]:
         return lines + [f"cannot read the GPUs: {e}" for e in inv["errors"]]
-    lines.append(f"Driver {_mode(inv['driverVersion'])}, CUDA {_mode(inv['cudaVersion'])} "
-                 f"(read from nvidia-smi {({'xml': '-q -x', 'text': '-q', 'csv': '--query-gpu', 'list': '-L'})[inv['readFrom']]})")
+    lines.append(f"Driver {_mode(inv['driverVersion'])}, CUDA {_mode(inv['cudaVersion'])} (read from "
+                 f"`{FORMS[inv['readFrom']]}`)")
     lines.extend(f"note: {n}" for n in inv["notes"])
     for g in inv["gpus"]:
         memory = f"{g['memoryMiB']} MiB ({g['memoryMiB'] / 1024:.1f} GiB)" if g["memoryMiB"] is not None else "memory unknown"

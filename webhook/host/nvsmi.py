@@ -43,6 +43,10 @@ class Gpu:
         return self.mig_current == "Enabled"
 
 
+# The command each form is read from, for messages.
+FORMS = {"xml": "nvidia-smi -q -x", "text": "nvidia-smi -q", "csv": "nvidia-smi --query-gpu", "list": "nvidia-smi -L"}
+
+
 @dataclass(frozen=True, slots=True)
 class Smi:
     driver_version: str | None
@@ -121,9 +125,9 @@ def parse_xml(text: str) -> Smi:
                cuda_version=_value(root.findtext("cuda_version")), gpus=tuple(gpus), form="xml")
 
 
-# `nvidia-smi -q`: "Key   : value" lines, nested by four-space indentation; a line without a colon opens a
-# section ("GPU 00000000:00:06.0", "MIG Mode", "MIG Device").
-_TEXT_LINE = re.compile(r"^(?P<indent> *)(?P<key>[^:]+?)\s*(?::\s?(?P<value>.*))?$")
+# `nvidia-smi -q`: "Key   : value" lines (the colon after blanks), nested by four-space indentation; a line
+# without one opens a section ("GPU 00000000:00:06.0", whose bus id has colons of its own, "MIG Mode").
+_TEXT_LINE = re.compile(r"^(?P<indent> *)(?P<key>.+?)(?:\s+:\s?(?P<value>.*))?$")
 
 
 def _text_tree(text: str) -> list:
@@ -137,7 +141,7 @@ def _text_tree(text: str) -> list:
         if not m:
             continue
         indent = len(m.group("indent"))
-        node = [m.group("key").strip(), m.group("value"), []]
+        node: list = [m.group("key").strip(), m.group("value"), []]
         while stack[-1][0] >= indent:
             stack.pop()
         stack[-1][1][2].append(node)
@@ -167,7 +171,7 @@ def parse_text(text: str) -> Smi:
     tree = _text_tree(text)
     if _find(tree, "Driver Version") is None:
         raise ParseError("not nvidia-smi -q output: no 'Driver Version' line")
-    gpus = []
+    gpus: list[Gpu] = []
     for node in tree:
         if not (node[0].startswith("GPU ") and node[1] is None):
             continue
@@ -216,7 +220,8 @@ def parse_query_csv(text: str, fields: tuple[str, ...] = SEED_QUERY) -> Smi:
         if "driver_version" in values and _value(values["driver_version"]):
             drivers.add(values["driver_version"])
         memory = values.get("memory.total")
-        gpus.append(Gpu(index=_int(values.get("index")) if "index" in values else n,
+        index = _int(values.get("index"))
+        gpus.append(Gpu(index=index if index is not None else n,
                         product_name=values.get("name") or "unknown",
                         memory_mib=_mib(memory if memory is None or memory.endswith("MiB") else f"{memory} MiB"),
                         uuid=_value(values.get("uuid"))))

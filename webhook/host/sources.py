@@ -55,15 +55,22 @@ def shell_line(name: str) -> str:
 
 
 class LiveHost:
-    """This host, as the user running gpu-admission sees it."""
+    """This host, as the user running gpu-admission sees it (`root`: where its file system is seen from)."""
 
     where = "this host"
+
+    def __init__(self, root: str | Path = "/"):
+        self.root = Path(root)
+
+    def _path(self, path: str) -> Path:
+        return self.root / path.lstrip("/")
 
     def output(self, name: str) -> str | Missing:
         argv = list(COMMANDS[name])
         exe = shutil.which(argv[0])
-        if exe is None and argv[0] == "nvidia-ctk" and os.access(f"{OPERATOR_TOOLKIT}/nvidia-ctk", os.X_OK):
-            exe = f"{OPERATOR_TOOLKIT}/nvidia-ctk"
+        operator_ctk = self._path(f"{OPERATOR_TOOLKIT}/nvidia-ctk")
+        if exe is None and argv[0] == "nvidia-ctk" and os.access(operator_ctk, os.X_OK):
+            exe = str(operator_ctk)
         if exe is None:
             return Missing(f"{argv[0]} is not on PATH", absent=True)
         try:
@@ -78,23 +85,27 @@ class LiveHost:
         return done.stdout + (done.stderr if done.returncode else "")
 
     def read(self, path: str) -> str | Missing:
-        return _read(Path(path), path, self.euid())
+        return _read(self._path(path), path, self.euid())
 
     def listdir(self, path: str) -> list[str] | Missing:
-        return _listdir(Path(path), path, self.euid())
+        return _listdir(self._path(path), path, self.euid())
+
+    def is_dir(self, path: str) -> bool:
+        return self._path(path).is_dir()
 
     def euid(self) -> int | None:
         return os.geteuid()
 
     def processes(self) -> list[str] | Missing:
         names = []
+        proc = self._path("/proc")
         try:
-            pids = [p for p in os.listdir("/proc") if p.isdigit()]
+            pids = [p for p in os.listdir(proc) if p.isdigit()]
         except OSError as exc:
             return Missing(f"/proc cannot be listed: {exc.strerror or exc}")
         for pid in pids:
             try:
-                names.append(Path(f"/proc/{pid}/comm").read_text().strip())
+                names.append((proc / pid / "comm").read_text().strip())
             except OSError:  # gone meanwhile
                 continue
         return names
@@ -208,7 +219,7 @@ def _copy_tree(source: LiveHost, folder: str, target: Path) -> list[str]:
     notes = []
     for entry in entries:
         path = f"{folder}/{entry}"
-        if os.path.isdir(path):
+        if source.is_dir(path):
             notes.extend(_copy_tree(source, path, target))
             continue
         text = source.read(path)

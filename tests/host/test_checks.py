@@ -76,6 +76,8 @@ CASES = [
     ("device-plugin-toolkit-1.17", "device-plugin", {},
      {"files": {"nvidia-ctk-version.txt": (TOOLKIT / "nvidia-ctk-version-1.17.8.txt").read_text()}},
      Check.TOOLKIT, [Status.PASS], Status.PASS),
+    ("device-plugin-toolkit-1.6", "device-plugin", {}, {"files": {"nvidia-ctk-version.txt": (TOOLKIT / "nvidia-ctk-version-1.17.8.txt").read_text().replace("1.17.8", "1.6.0")}},
+     Check.TOOLKIT, [Status.FAIL], Status.FAIL),
     ("device-plugin-toolkit-absent", "device-plugin", {}, {"remove": ("nvidia-ctk-version.txt",)}, Check.TOOLKIT,
      [Status.UNKNOWN], Status.UNKNOWN),
     ("dra-no-cdi-spec", "dra", {}, {"remove": ("etc/cdi/nvidia.yaml",)}, Check.CDI_SPEC, [Status.FAIL], Status.FAIL),

@@ -17,6 +17,7 @@ from webhook.host.toolkit import dotted
 STANDALONE_DRA_DRIVER = 565  # DRA driver 0.5.0's released prerequisites (the seed)
 OPERATOR_DRA_DRIVER = 580  # GPU Operator's DRA (GPUCluster) workflow (the seed)
 DRA_TOOLKIT = (1, 18)
+DEVICE_PLUGIN_TOOLKIT = (1, 7)  # the device plugin's README prerequisites
 CDI_CONTAINERD = (1, 7)  # the first containerd whose CRI plugin injects CDI devices (enable_cdi)
 CDI_ON_BY_DEFAULT = (2, 0)
 DROP_IN_VERSION_CHECKED = (2, 3)  # refuses drop-ins of a config version above the root's
@@ -177,24 +178,25 @@ def _check_driver(out: _Findings, facts: HostFacts, cohort: Cohort) -> None:
 
 
 def _check_toolkit(out: _Findings, facts: HostFacts, cohort: Cohort) -> None:
-    need = f" {dotted(DRA_TOOLKIT)}+" if cohort.mechanism == DRA else ""
+    dra = cohort.mechanism == DRA
+    floor = DRA_TOOLKIT if dra else DEVICE_PLUGIN_TOOLKIT
     if isinstance(facts.ctk, Missing):
         where = (" (a GPU Operator install keeps it in /usr/local/nvidia/toolkit)" if cohort.manager != "standalone"
                  else "")
         out.add(Check.TOOLKIT, Status.UNKNOWN, "host", "cannot read the NVIDIA Container Toolkit version",
-                facts.ctk.reason, f"install the NVIDIA Container Toolkit{need} (nvidia-ctk --version){where}, or run "
-                "where nvidia-ctk is on PATH")
+                facts.ctk.reason, f"install the NVIDIA Container Toolkit {dotted(floor)}+ (nvidia-ctk --version){where}, "
+                "or run where nvidia-ctk is on PATH")
         return
     version, pre = facts.ctk
     shown = dotted(version) + (" (a pre-release)" if pre else "")
-    if cohort.mechanism == DRA and (version[:2] < DRA_TOOLKIT or (pre and version[:2] == DRA_TOOLKIT
-                                                                  and not any(version[2:]))):
-        out.add(Check.TOOLKIT, Status.FAIL, "host", f"NVIDIA Container Toolkit {shown} is below {dotted(DRA_TOOLKIT)}",
-                "the DRA driver's prerequisites need Toolkit 1.18+ to generate and refresh its CDI specs",
-                "upgrade the nvidia-container-toolkit packages to a 1.18+ release")
+    # a pre-release of the floor's first release (1.18.0-rc.1) comes before it
+    if version[:2] < floor or (pre and version[:2] == floor and not any(version[2:])):
+        why = ("the DRA driver's prerequisites need Toolkit 1.18+ to generate and refresh its CDI specs" if dra
+               else f"the device plugin's prerequisites need nvidia-container-toolkit {dotted(floor)}+")
+        out.add(Check.TOOLKIT, Status.FAIL, "host", f"NVIDIA Container Toolkit {shown} is below {dotted(floor)}", why,
+                f"upgrade the nvidia-container-toolkit packages to a {dotted(floor)}+ release")
         return
-    out.add(Check.TOOLKIT, Status.PASS, "host", f"NVIDIA Container Toolkit {shown}",
-            f"meets {dotted(DRA_TOOLKIT)}+" if cohort.mechanism == DRA else "installed, as the device plugin needs")
+    out.add(Check.TOOLKIT, Status.PASS, "host", f"NVIDIA Container Toolkit {shown}", f"meets {dotted(floor)}+")
 
 
 def _check_containerd(out: _Findings, facts: HostFacts) -> None:

@@ -203,8 +203,7 @@ def _check_containerd(out: _Findings, facts: HostFacts) -> None:
     c = facts.containerd
     if isinstance(c, Missing):
         out.add(Check.CONTAINERD, Status.UNKNOWN, "host", "cannot read containerd's configuration", c.reason,
-                f"run as root on the host; if containerd's config is not {CONTAINERD_CONFIG} (k3s, microk8s, "
-                "some managed images), give --containerd-config PATH")
+                _containerd_fix(c))
         return
     files = ", ".join(f.path for f in c.files)
     before = len(out)
@@ -230,11 +229,19 @@ def _check_containerd(out: _Findings, facts: HostFacts) -> None:
         out.add(Check.CONTAINERD, Status.PASS, "host", f"containerd configuration read: {files}")
 
 
+def _containerd_fix(missing: Missing) -> str:
+    if missing.absent:
+        return ("give --containerd-config PATH where this host's containerd config lives (k3s, microk8s and some "
+                "managed images keep it elsewhere); a containerd with no config file runs its defaults, which have "
+                "no nvidia handler")
+    return "run as root on the host, or give --containerd-config PATH"
+
+
 def _check_handler(out: _Findings, facts: HostFacts, handler: str) -> None:
     c = facts.containerd
     if isinstance(c, Missing):
         out.add(Check.HANDLER, Status.UNKNOWN, "host", f"cannot tell whether containerd has the {quoted(handler)} runtime "
-                "handler", c.reason, "run as root on the host, or give --containerd-config PATH")
+                "handler", c.reason, _containerd_fix(c))
         return
     found = c.runtime(handler)
     if found is None:
@@ -290,7 +297,7 @@ def _check_cdi_runtime(out: _Findings, facts: HostFacts) -> None:
     c, cv = facts.containerd, facts.containerd_version
     if isinstance(c, Missing):
         out.add(Check.CDI_RUNTIME, Status.UNKNOWN, "host", "cannot tell whether containerd injects CDI devices",
-                c.reason, "run as root on the host, or give --containerd-config PATH")
+                c.reason, _containerd_fix(c))
         return
     setting = c.enable_cdi
     fix = 'set enable_cdi = true in the CRI plugin\'s table (plugins."io.containerd.grpc.v1.cri" in a version 2 config) ' \

@@ -9,7 +9,7 @@ from enum import Enum
 from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
 from webhook.host import cdi, mig
-from webhook.host.facts import CONTAINERD_CONFIG, HostFacts
+from webhook.host.facts import HostFacts
 from webhook.host.nvsmi import FORMS, Gpu, driver_branch
 from webhook.host.sources import Missing
 from webhook.host.toolkit import dotted

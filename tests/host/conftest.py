@@ -117,9 +117,12 @@ def configured_host(root: Path, *, containerd: str = "v2") -> None:
 def host_dir(tmp_path):
     """`host_dir(configured=True, files={...}, remove=[...])`: a captured host folder to give --from."""
 
+    built = []
+
     def build(*, configured: bool = True, containerd: str = "v2", files: dict[str, str] | None = None,
               remove: tuple[str, ...] = ()) -> Path:
-        root = tmp_path / "host"
+        built.append(None)
+        root = tmp_path / f"host-{len(built)}"
         shutil.copytree(HOST_H200, root)
         if configured:
             configured_host(root, containerd=containerd)

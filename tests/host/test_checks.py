@@ -202,3 +202,14 @@ def test_messages(host_dir, golden_host, case):
     _, cohort, fields, host, *_ = next(c for c in CASES if c[0] == case)
     found = findings(host_dir(**host), cohort, policy_with(cohort, **fields) if fields else None)
     golden_host([f"{f.status.value} {f.message}" for f in found], case)
+
+
+def test_each_gpu_is_checked(host_dir):
+    """Two GPUs, one with MIG on: the device-plugin cohort (migStrategy none) fails that one only."""
+    from tests.host.test_parsers import V12_TWO_GPUS
+    found = findings(host_dir(files={"nvidia-smi-q.xml": V12_TWO_GPUS}), "device-plugin")
+    mig = [(f.status, f.subject) for f in found if f.check is Check.MIG_MODE]
+    assert mig == [(Status.FAIL, "GPU 1 (NVIDIA A100-SXM4-40GB)"), (Status.PASS, "host")]
+    assert "GPU 0: no MIG" in next(f.what for f in found if f.check is Check.MIG_MODE and f.status is Status.PASS)
+    # the CDI spec names one GPU by index, the host has two
+    assert statuses(findings(host_dir(files={"nvidia-smi-q.xml": V12_TWO_GPUS}), "dra"), Check.CDI_SPEC) == [Status.FAIL]

@@ -201,3 +201,64 @@ def test_cdi_spec():
     assert as_json.devices == ("0",)
     with pytest.raises(nvsmi.ParseError, match="has no kind"):
         cdi.parse_spec("devices: []\n", "x.yaml")
+
+
+# Two GPUs as R535 to R575 drivers print them (nvsmi_device_v12.dtd; R580 prints v13 with the same elements
+# read here): one without MIG (N/A), one MIG-enabled with two instances whose memory is not given. Values are
+# illustrative; the element names and layout are those of those drivers' `nvidia-smi -q -x`.
+V12_TWO_GPUS = """<?xml version="1.0" ?>
+<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">
+<nvidia_smi_log>
+	<timestamp>Fri Oct 11 18:24:09 2024</timestamp>
+	<driver_version>565.57.01</driver_version>
+	<cuda_version>12.7</cuda_version>
+	<attached_gpus>2</attached_gpus>
+	<gpu id="00000000:15:00.0">
+		<product_name>NVIDIA L40S</product_name>
+		<persistence_mode>Disabled</persistence_mode>
+		<mig_mode>
+			<current_mig>N/A</current_mig>
+			<pending_mig>N/A</pending_mig>
+		</mig_mode>
+		<mig_devices>
+			None
+		</mig_devices>
+		<uuid>GPU-00000000-0000-0000-0000-000000000001</uuid>
+		<fb_memory_usage><total>46068 MiB</total></fb_memory_usage>
+		<compute_mode>Default</compute_mode>
+	</gpu>
+	<gpu id="00000000:10:00.0">
+		<product_name>NVIDIA A100-SXM4-40GB</product_name>
+		<persistence_mode>Enabled</persistence_mode>
+		<mig_mode>
+			<current_mig>Enabled</current_mig>
+			<pending_mig>Enabled</pending_mig>
+		</mig_mode>
+		<mig_devices>
+			<mig_device>
+				<index>0</index>
+				<gpu_instance_id>1</gpu_instance_id>
+				<compute_instance_id>0</compute_instance_id>
+			</mig_device>
+			<mig_device>
+				<index>1</index>
+				<gpu_instance_id>5</gpu_instance_id>
+				<compute_instance_id>0</compute_instance_id>
+			</mig_device>
+		</mig_devices>
+		<uuid>GPU-00000000-0000-0000-0000-000000000002</uuid>
+		<fb_memory_usage><total>40960 MiB</total></fb_memory_usage>
+		<compute_mode>Default</compute_mode>
+	</gpu>
+</nvidia_smi_log>
+"""
+
+
+def test_v12_two_gpus():
+    smi = nvsmi.parse_xml(V12_TWO_GPUS)
+    assert (smi.driver_version, nvsmi.driver_branch(smi.driver_version)) == ("565.57.01", 565)
+    l40s, a100 = smi.gpus
+    assert (l40s.index, l40s.mig_capable, l40s.mig_current, l40s.mig_devices, l40s.persistence_mode) == (
+        0, False, None, (), "Disabled")
+    assert (a100.index, a100.mig_enabled, [d.gpu_instance_id for d in a100.mig_devices], a100.bus_id) == (
+        1, True, [1, 5], "00000000:10:00.0")

@@ -146,3 +146,26 @@ def test_live_without_nvidia_smi(capsys, gpu_host, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     code, out, _ = run(capsys, "host", "inventory")
     assert code == 2 and "nvidia-smi is not on PATH" in out
+
+
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "hybrid-gpu-1", "labels": {
+    "eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allocation": "device-plugin"}},
+    "status": {"capacity": {"cpu": "16", "nvidia.com/gpu": "1"}}}
+
+
+def test_check_reads_node_json_from_the_capture(capsys, configured):
+    (configured / "node.json").write_text(json.dumps(NODE))
+    code, out, _ = run(capsys, "host", "check", "--cohort", "device-plugin", "--from", str(configured), "-o", "json")
+    ids = {f["id"]: f["status"] for f in json.loads(out)["findings"]}
+    assert code == 0 and ids["host-node-labels"] == "pass" and ids["host-sharing-config"] == "pass"
+
+
+@pytest.mark.parametrize("body, message", [
+    pytest.param("{", "is not JSON", id="not-json"),
+    pytest.param(json.dumps({"kind": "Pod"}), "is not one Node", id="not-a-node"),
+])
+def test_check_refuses_a_bad_node_file(capsys, configured, tmp_path, body, message):
+    (tmp_path / "node.json").write_text(body)
+    code, _, err = run(capsys, "host", "check", "--cohort", "dra", "--from", str(configured), "--node",
+                       str(tmp_path / "node.json"))
+    assert code == 2 and message in err

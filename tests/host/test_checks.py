@@ -11,6 +11,7 @@ from webhook.config import default_policy
 from webhook.config.load import DEFAULT_PATH, build_policy
 from webhook.host.checks import Check, Status, check_host, verdict
 from webhook.host.facts import collect
+from webhook.host.node import Node
 from webhook.host.sources import CapturedHost
 
 XML = (HOST_H200 / "nvidia-smi-q.xml").read_text()
@@ -43,9 +44,9 @@ MPS = dict(mps={"resources": [{"name": "nvidia.com/gpu", "replicas": 4}]})
 MIG_ON = dict(mig=("Enabled", "Enabled"))
 
 
-def findings(folder, cohort="dra", policy=None, **kw):
+def findings(folder, cohort="dra", policy=None, node=None, **kw):
     policy = policy or default_policy()
-    return check_host(collect(CapturedHost(folder)), policy.cohort(cohort), policy, **kw)
+    return check_host(collect(CapturedHost(folder), node=node), policy.cohort(cohort), policy, **kw)
 
 
 def statuses(found, check: Check) -> list[Status]:
@@ -213,3 +214,36 @@ def test_each_gpu_is_checked(host_dir):
     assert "GPU 0: no MIG" in next(f.what for f in found if f.check is Check.MIG_MODE and f.status is Status.PASS)
     # the CDI spec names one GPU by index, the host has two
     assert statuses(findings(host_dir(files={"nvidia-smi-q.xml": V12_TWO_GPUS}), "dra"), Check.CDI_SPEC) == [Status.FAIL]
+
+
+# What `kubectl get node NAME -o json` says of the lent host once it joins a cohort (a stand-in: that host is in
+# no cluster): its labels and the capacity the device plugin advertises.
+DP_LABELS = {"eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allocation": "device-plugin"}
+NODE_CASES = [
+    ("exclusive-fit", {}, {"nvidia.com/gpu": "1"}, DP_LABELS, Check.SHARING, [Status.PASS], Status.PASS),
+    ("exclusive-labels-of-dra", {}, {"nvidia.com/gpu": "1"}, {**DP_LABELS, "workload.example.com/gpu-allocation": "dra"},
+     Check.NODE_LABELS, [Status.FAIL], Status.FAIL),
+    ("exclusive-replicas-under-plain-name", {}, {"nvidia.com/gpu": "4"}, DP_LABELS, Check.SHARING, [Status.FAIL],
+     Status.FAIL),
+    ("exclusive-shared-offered", {}, {"nvidia.com/gpu": "1", "nvidia.com/gpu.shared": "4"}, DP_LABELS, Check.SHARING,
+     [Status.FAIL], Status.FAIL),
+    ("exclusive-mps-capable-label", {}, {"nvidia.com/gpu": "1"}, {**DP_LABELS, "nvidia.com/mps.capable": "true"},
+     Check.SHARING, [Status.FAIL], Status.FAIL),
+    ("exclusive-plugin-not-running", {}, {"cpu": "16"}, DP_LABELS, Check.SHARING, [Status.FAIL], Status.FAIL),
+    ("time-slicing-fit", TIME_SLICED, {"nvidia.com/gpu.shared": "4"}, DP_LABELS, Check.SHARING, [Status.PASS],
+     Status.PASS),
+    ("time-slicing-other-replicas", TIME_SLICED, {"nvidia.com/gpu.shared": "8"}, DP_LABELS, Check.SHARING,
+     [Status.FAIL], Status.FAIL),
+    ("time-slicing-not-applied", TIME_SLICED, {"nvidia.com/gpu": "1"}, DP_LABELS, Check.SHARING, [Status.FAIL],
+     Status.FAIL),
+    ("mps-fit", MPS, {"nvidia.com/gpu": "4"}, DP_LABELS, Check.SHARING, [Status.PASS], Status.PASS),
+]
+
+
+@pytest.mark.parametrize("fields, capacity, labels, check, expected, result",
+                         [pytest.param(*c[1:], id=c[0]) for c in NODE_CASES])
+def test_what_the_node_offers(host_dir, fields, capacity, labels, check, expected, result):
+    node = Node(name="hybrid-gpu-1", labels=labels, capacity=capacity)
+    found = findings(host_dir(), "device-plugin", policy_with("device-plugin", **fields) if fields else None, node=node)
+    assert statuses(found, check) == expected, [f.message for f in found]
+    assert verdict(found) is result, [f.message for f in found if f.status is not Status.PASS]

@@ -262,3 +262,16 @@ def test_v12_two_gpus():
         0, False, None, (), "Disabled")
     assert (a100.index, a100.mig_enabled, [d.gpu_instance_id for d in a100.mig_devices], a100.bus_id) == (
         1, True, [1, 5], "00000000:10:00.0")
+
+
+def test_node():
+    from webhook.host.node import parse_node
+    item = {"kind": "Node", "metadata": {"name": "n1", "labels": {"a": "b"}},
+            "status": {"capacity": {"nvidia.com/gpu.shared": "4", "memory": "1Gi"}}}
+    import json
+    for text in (json.dumps(item), json.dumps({"kind": "List", "items": [item]})):
+        node = parse_node(text, "node.json")
+        assert (node.name, node.labels, node.count("nvidia.com/gpu.shared"), node.count("memory"),
+                node.count("nvidia.com/gpu")) == ("n1", {"a": "b"}, 4, None, None)
+    with pytest.raises(nvsmi.ParseError, match="not one Node"):
+        parse_node(json.dumps({"kind": "List", "items": [item, item]}), "node.json")

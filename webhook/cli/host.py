@@ -11,6 +11,8 @@ from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, load_policy
 from webhook.host.checks import Status, check_host, quoted, verdict
 from webhook.host.facts import CONTAINERD_CONFIG, collect
 from webhook.host.inventory import inventory, text
+from webhook.host.node import parse_node
+from webhook.host.nvsmi import ParseError
 from webhook.host.sources import CapturedHost, LiveHost, Source, capture
 
 EXIT = {Status.PASS: EXIT_OK, Status.FAIL: EXIT_DENIED, Status.UNKNOWN: EXIT_ERROR}
@@ -41,6 +43,8 @@ def register(sub) -> None:
                            "read) or usage and policy errors.")
     chk.add_argument("--cohort", required=True, metavar="NAME")
     chk.add_argument("--config", metavar="FILE", help="policy YAML (default: the shipped default policy)")
+    chk.add_argument("--node", metavar="FILE", help="the host's Node as `kubectl get node NAME -o json` prints it, to "
+                     "check its labels and what it offers (default: node.json in --from DIR, if there)")
     chk.add_argument("--handler", metavar="NAME", help="the containerd handler of the cohort's RuntimeClass "
                      "(default: the RuntimeClass name, as the seed's RuntimeClass nvidia has handler nvidia)")
     _source_options(chk)
@@ -95,7 +99,20 @@ def run_check(args) -> int:
     source = _source(args)
     if source is None:
         return EXIT_ERROR
-    facts = collect(source, containerd_config=args.containerd_config)
+    node_file = args.node or (str(Path(args.source) / "node.json") if args.source and
+                              (Path(args.source) / "node.json").is_file() else None)
+    node = None
+    if node_file is not None:
+        try:
+            node = parse_node(Path(node_file).read_text(encoding="utf-8"), node_file)
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"gpu-admission: --node {node_file}: cannot read: {getattr(exc, 'strerror', None) or exc}",
+                  file=sys.stderr)
+            return EXIT_ERROR
+        except ParseError as exc:
+            print(f"gpu-admission: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+    facts = collect(source, containerd_config=args.containerd_config, node=node)
     findings = check_host(facts, cohort, policy, handler=args.handler)
     result = verdict(findings)
     if args.output == "json":

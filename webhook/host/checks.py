@@ -10,6 +10,7 @@ from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
 from webhook.host import cdi, mig
 from webhook.host.facts import HostFacts
+from webhook.host.node import Node
 from webhook.host.nvsmi import FORMS, Gpu, driver_branch
 from webhook.host.sources import Missing
 from webhook.host.toolkit import dotted
@@ -48,6 +49,7 @@ class Check(str, Enum):
     COMPUTE_MODE = "host-compute-mode"
     MPS = "host-mps"
     SHARING = "host-sharing-config"
+    NODE_LABELS = "host-node-labels"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +133,9 @@ def check_host(facts: HostFacts, cohort: Cohort, policy: Policy, *, handler: str
             _check_mig_devices(out, facts, gpus, cohort)
         _check_compute_mode(out, gpus, cohort)
         _check_mps(out, facts, gpus, cohort)
-    _check_sharing(out, cohort)
+    if facts.node is not None:
+        _check_node_labels(out, facts.node, cohort)
+    _check_sharing(out, cohort, facts.node, gpus)
     return list(out)
 
 
@@ -487,21 +491,78 @@ def _check_mps(out: _Findings, facts: HostFacts, gpus: tuple[Gpu, ...], cohort: 
         out.add(Check.MPS, Status.PASS, "host", "no MPS daemon runs", f"cohort {quoted(cohort.name)} shares no GPU by MPS")
 
 
-def _check_sharing(out: _Findings, cohort: Cohort) -> None:
-    if cohort.mechanism == DEVICE_PLUGIN:
-        sharing = cohort.time_slicing or cohort.mps
-        if sharing is None:
-            return
-        kind = "time-slicing" if cohort.time_slicing else "MPS"
-        replicas = ", ".join(f"{r.name} × {r.replicas}" for r in sharing.resources)
-        out.add(Check.SHARING, Status.UNKNOWN, "host", f"the device plugin's {kind} config ({replicas}, "
-                f"renameByDefault {str(sharing.rename_by_default).lower()}) is not on the host",
-                "it lives in the plugin's ConfigMap and the node's capacity, which a host check cannot read",
-                "compare `kubectl get node NODE -o jsonpath='{.status.capacity}'`: expect "
-                + ", ".join(f"{n} = {r.replicas} × the GPUs" for n, r in zip(sharing.exposed_names(), sharing.resources)))
-    elif cohort.sharing_strategies:
-        gates = {"TimeSlicing": "TimeSlicingSettings", "MPS": "MPSSupport"}
-        out.add(Check.SHARING, Status.UNKNOWN, "host", f"DRA sharing ({', '.join(cohort.sharing_strategies)}) is "
-                "the DRA driver's feature gates, not the host's", "they are set in the driver's Helm values",
-                "check featureGates: " + ", ".join(gates[s] for s in cohort.sharing_strategies) + " in the DRA "
-                "driver's release")
+def _check_node_labels(out: _Findings, node: Node, cohort: Cohort) -> None:
+    wrong = [f"{k}={v}" for k, v in cohort.node_labels.items() if node.labels.get(k) != v]
+    if wrong:
+        out.add(Check.NODE_LABELS, Status.FAIL, f"node {quoted(node.name)}", "lacks the cohort's labels "
+                + ", ".join(wrong), f"cohort {quoted(cohort.name)}'s pods are placed by those labels, so they never "
+                "land here", "label the node as its cohort's (the GPU owner's inventory process), or check it "
+                "against the cohort it is labelled for")
+    else:
+        out.add(Check.NODE_LABELS, Status.PASS, f"node {quoted(node.name)}", "carries the cohort's labels")
+
+
+def _check_sharing(out: _Findings, cohort: Cohort, node: Node | None, gpus: tuple[Gpu, ...]) -> None:
+    if cohort.mechanism == DRA:
+        if cohort.sharing_strategies:
+            gates = {"TimeSlicing": "TimeSlicingSettings", "MPS": "MPSSupport"}
+            out.add(Check.SHARING, Status.UNKNOWN, "host", f"DRA sharing ({', '.join(cohort.sharing_strategies)}) is "
+                    "the DRA driver's feature gates, not the host's", "they are set in the driver's Helm values",
+                    "check featureGates: " + ", ".join(gates[s] for s in cohort.sharing_strategies) + " in the DRA "
+                    "driver's release")
+        return
+    sharing = cohort.time_slicing or cohort.mps
+    kind = "time-slicing" if cohort.time_slicing else "MPS"
+    units = len(gpus) if gpus and cohort.mig_strategy == "none" else None
+    if node is None:
+        if sharing is not None:
+            replicas = ", ".join(f"{r.name} × {r.replicas}" for r in sharing.resources)
+            out.add(Check.SHARING, Status.UNKNOWN, "host", f"the device plugin's {kind} config ({replicas}, "
+                    f"renameByDefault {str(sharing.rename_by_default).lower()}) is not on the host",
+                    "it lives in the plugin's ConfigMap and shows in the node's capacity, which a host cannot read",
+                    "give --node with `kubectl get node NODE -o json` to compare them")
+        return
+    subject = f"node {quoted(node.name)}"
+    before = len(out)
+    if sharing is None:
+        if node.labels.get("nvidia.com/mps.capable") == "true":
+            out.add(Check.SHARING, Status.FAIL, subject, "is labelled nvidia.com/mps.capable=true",
+                    f"cohort {quoted(cohort.name)} shares no GPU, and the device plugin chart runs its MPS daemon on "
+                    "nodes with that label", "investigate who owns MPS on this node rather than clearing the label")
+        shared = sorted(k for k in node.capacity if k.startswith("nvidia.com/") and k.endswith(".shared"))
+        if shared:
+            out.add(Check.SHARING, Status.FAIL, subject, f"offers shared GPUs ({', '.join(shared)})",
+                    f"cohort {quoted(cohort.name)} shares no GPU", "remove the sharing config from the plugin's "
+                    "config for this node, or declare it in the cohort")
+        for name in cohort.resources:
+            have = node.count(name)
+            if have is None:
+                out.add(Check.SHARING, Status.FAIL, subject, f"offers no {name}", "the device plugin advertises "
+                        "nothing here: it is not running on the node, or failed to start", "check the device "
+                        "plugin's pod on this node")
+            elif units is not None and have != units:
+                out.add(Check.SHARING, Status.FAIL, subject, f"offers {name}: {have}, the host has {units} GPUs",
+                        f"cohort {quoted(cohort.name)} shares no GPU, so each advertised {name} must be one GPU",
+                        "find the sharing or MIG config the plugin applies here")
+        if len(out) == before:
+            out.add(Check.SHARING, Status.PASS, subject, f"offers {', '.join(f'{n}: {node.count(n)}' for n in cohort.resources)}"
+                    + (f" for {units} GPUs" if units is not None else ""))
+        return
+    for name, r in zip(sharing.exposed_names(), sharing.resources):
+        have = node.count(name)
+        if have is None:
+            out.add(Check.SHARING, Status.FAIL, subject, f"offers no {name}", f"cohort {quoted(cohort.name)} shares "
+                    f"{r.name} by {kind} ({r.replicas} replicas), but the plugin's sharing config is not applied to "
+                    "this node", "select the plugin's sharing config for the node (its config label), with the "
+                    "cohort's replicas and renameByDefault")
+        elif units is None:
+            out.add(Check.SHARING, Status.UNKNOWN, subject, f"offers {name}: {have}", "the replicas per device "
+                    "cannot be told without the GPU count (or with MIG devices)", "compare by hand: "
+                    f"{r.replicas} × the devices")
+        elif have != r.replicas * units:
+            out.add(Check.SHARING, Status.FAIL, subject, f"offers {name}: {have}, not {r.replicas} × {units} GPUs",
+                    f"cohort {quoted(cohort.name)} declares {r.replicas} replicas per GPU; the webhook's limits on "
+                    "shared requests follow the cohort", "make the plugin's replicas and the cohort's the same")
+    if len(out) == before:
+        out.add(Check.SHARING, Status.PASS, subject, f"offers the cohort's {kind} replicas ("
+                + ", ".join(f"{n}: {node.count(n)}" for n in sharing.exposed_names()) + ")")

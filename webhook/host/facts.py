@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from webhook.host import cdi, containerd, mig, nvsmi, toolkit
+from webhook.host.node import Node
 from webhook.host.sources import Missing, Source, glob
 
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
@@ -26,6 +27,7 @@ class HostFacts:
     euid: int | None
     processes: tuple[str, ...] | Missing
     notes: tuple[str, ...] = ()  # forms that were read instead of a better one, and why
+    node: Node | None = None  # the Kubernetes Node, when given (`--node`, or node.json in a capture)
 
 
 def _parsed(source: Source, name: str, parse):
@@ -118,7 +120,7 @@ def read_cdi(source: Source) -> tuple[tuple[cdi.Spec, ...] | Missing, tuple[str,
     return tuple(specs), tuple(errors)
 
 
-def collect(source: Source, *, containerd_config: str = CONTAINERD_CONFIG) -> HostFacts:
+def collect(source: Source, *, containerd_config: str = CONTAINERD_CONFIG, node: Node | None = None) -> HostFacts:
     smi, notes = read_smi(source)
     profiles_text = source.output("mig-lgip.txt")
     profiles: tuple[mig.Profile, ...] | Missing
@@ -145,4 +147,5 @@ def collect(source: Source, *, containerd_config: str = CONTAINERD_CONFIG) -> Ho
         euid=source.euid(),
         processes=procs if isinstance(procs, Missing) else tuple(procs),
         notes=tuple(notes),
+        node=node,
     )

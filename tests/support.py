@@ -37,3 +37,19 @@ def load_docs(*paths: Path) -> list[dict]:
 
 def seed_docs() -> list[dict]:
     return load_docs(*sorted(SEED.glob("*.yaml")))
+
+
+def compare_golden(lines, path: Path, *, update: bool, suite: str) -> None:
+    """The lines against the golden file `path`, one per line; with `update` (pytest --update-golden) the file is
+    rewritten instead. A missing or different file fails."""
+    lines = list(lines)
+    text = "".join(line + "\n" for line in lines)
+    if update:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        return
+    assert path.exists(), (f"golden file {path.relative_to(REPO)} is missing: run `pytest {suite} "
+                           "--update-golden`, then read every new line before committing it")
+    assert lines == path.read_text(encoding="utf-8").splitlines(), \
+        f"messages differ from {path.relative_to(REPO)} (rerun with --update-golden if the change is intended)"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import compare_golden
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 
@@ -43,18 +44,7 @@ def golden(request, update_golden):
     """`golden(lines)` compares the lines with tests/golden/rules/<case id>.txt (or `name`)."""
 
     def check(lines, name: str | None = None) -> None:
-        name = name or request.node.callspec.id
-        path = GOLDEN_RULES / f"{name}.txt"
-        lines = list(lines)
-        text = "".join(line + "\n" for line in lines)
-        if update_golden:
-            GOLDEN_RULES.mkdir(parents=True, exist_ok=True)
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
-                path.write_text(text, encoding="utf-8")
-            return
-        assert path.exists(), (f"golden file {path.relative_to(REPO)} is missing: run `pytest tests/policy "
-                               "--update-golden`, then read every new line before committing it")
-        assert lines == path.read_text(encoding="utf-8").splitlines(), \
-            f"messages differ from {path.relative_to(REPO)} (rerun with --update-golden if the change is intended)"
+        compare_golden(lines, GOLDEN_RULES / f"{name or request.node.callspec.id}.txt", update=update_golden,
+                       suite="tests/policy")
 
     return check

@@ -5,17 +5,19 @@ import argparse
 import json
 import sys
 
-from webhook.cli.inputs import Inputs, read_inputs
 from webhook.cli.annotations import github_lines
+from webhook.cli.inputs import Inputs, read_inputs
 from webhook.cli.junit import junit_xml
+from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
 from webhook.cli.sarif import sarif_log
 from webhook.cli.subjects import Subject
-from webhook.config import ConfigError, Policy, load_layers
+from webhook.config import Policy
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.kinds import BY_KIND, is_legacy_dra
 
-EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
+__all__ = ["EXIT_DENIED", "EXIT_ERROR", "EXIT_OK", "add_input_options", "add_policy_options", "evaluate_inputs",
+           "handled", "load_policy_or_exit", "policy_and_inputs"]
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -24,18 +26,6 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     add_policy_options(parser)
     parser.add_argument("--namespace", "-n", default="default", metavar="NS",
                         help="namespace of documents that name none, as kubectl apply would place them (default: default)")
-
-
-def add_policy_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE", action="append", default=[],
-                        help="policy overlay YAML, merged over the shipped default as the Helm chart merges its "
-                        "policy value (maps merged, lists replaced, null drops a key); repeatable, later files win")
-    parser.add_argument("--set", metavar="PATH=VALUE", action="append", default=[], dest="set_values",
-                        help="one policy value after the files, e.g. cohorts[0].migStrategy=mixed or "
-                        "rules.shared-claim=enforce (VALUE is YAML; null removes the key); repeatable")
-    parser.add_argument("--base", metavar="FILE",
-                        help="a complete policy the overlays go over, instead of the shipped default (the chart's "
-                        "audit CronJob passes the policy the webhook runs)")
 
 
 def add_ci_options(parser: argparse.ArgumentParser) -> None:
@@ -54,15 +44,6 @@ def write_ci_output(output: str, subjects: list[Subject], policy: Policy, *, nam
     else:
         lines = github_lines(subjects, input_errors=input_errors)
         sys.stdout.write("".join(line + "\n" for line in lines))
-
-
-def load_policy_or_exit(args) -> Policy | None:
-    try:
-        return load_layers(args.config, args.set_values, base=args.base)
-    except ConfigError as exc:
-        for error in exc.errors:
-            print(f"gpu-admission: {exc.source}: {error}", file=sys.stderr)
-        return None
 
 
 def policy_and_inputs(args) -> tuple[Policy, Inputs] | None:

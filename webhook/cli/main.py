@@ -9,7 +9,7 @@ import sys
 
 from webhook.version import package_version
 
-COMMANDS = ("check", "mutate", "audit", "serve", "certs", "version")
+COMMANDS = ("check", "mutate", "audit", "serve", "certs", "host", "version")
 
 
 def build_parser() -> argparse.ArgumentParser:

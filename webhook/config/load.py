@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from webhook import yamlread
-from webhook.config.mig import MIG_PROFILE_TABLES
+from webhook.config.mig import MIG_PROFILE_TABLES, PROFILE_NAME
 from webhook.config.overlay import SetError, apply_set, overlay_policy
 from webhook.config.schema import schema_errors
 from webhook.config.model import (
@@ -252,7 +252,7 @@ def _mig_profiles(f: _Fields, errors: list[str]) -> dict[str, int]:
         return dict(MIG_PROFILE_TABLES[model])
     out = {}
     for name, count in (profiles or {}).items():
-        if not isinstance(name, str) or not re.match(r"^\d+g\.\d+gb(\+me)?$", name):
+        if not isinstance(name, str) or not PROFILE_NAME.match(name):
             errors.append(f"{g.sub('profiles')}.{name}: not a MIG profile name like 1g.5gb")
         elif not isinstance(count, int) or isinstance(count, bool) or count < 1:
             errors.append(f"{g.sub('profiles')}.{name}: must be an instance count >= 1")

@@ -3,7 +3,12 @@
 A100-40GB is the seed's table; H200-141GB was read from a real host (`nvidia-smi mig -lgip`,
 shared/fixtures/nvidia-smi-h200/mig-lgip.txt). Other models: give `mig.profiles` in the policy.
 """
+import re
 from types import MappingProxyType
+
+# A profile name the policy takes: the device plugin advertises `nvidia.com/mig-<profile>` for it (with "+me"
+# folded into the plain profile's name).
+PROFILE_NAME = re.compile(r"^\d+g\.\d+gb(\+me)?$")
 
 MIG_PROFILE_TABLES = MappingProxyType({
     "A100-40GB": MappingProxyType({"1g.5gb": 7, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1}),

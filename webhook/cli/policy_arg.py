@@ -1,0 +1,31 @@
+"""The exit codes and the policy options every command shares (`--config` overlays, `--set`, `--base`); light on
+imports, so that `host` runs on a GPU host that has only the policy's own dependencies."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from webhook.config import ConfigError, Policy, load_layers
+
+EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
+
+
+def add_policy_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", action="append", default=[],
+                        help="policy overlay YAML, merged over the shipped default as the Helm chart merges its "
+                        "policy value (maps merged, lists replaced, null drops a key); repeatable, later files win")
+    parser.add_argument("--set", metavar="PATH=VALUE", action="append", default=[], dest="set_values",
+                        help="one policy value after the files, e.g. cohorts[0].migStrategy=mixed or "
+                        "rules.shared-claim=enforce (VALUE is YAML; null removes the key); repeatable")
+    parser.add_argument("--base", metavar="FILE",
+                        help="a complete policy the overlays go over, instead of the shipped default (the chart's "
+                        "audit CronJob passes the policy the webhook runs)")
+
+
+def load_policy_or_exit(args) -> Policy | None:
+    try:
+        return load_layers(args.config, args.set_values, base=args.base)
+    except ConfigError as exc:
+        for error in exc.errors:
+            print(f"gpu-admission: {exc.source}: {error}", file=sys.stderr)
+        return None

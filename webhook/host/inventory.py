@@ -1,0 +1,134 @@
+"""`host inventory`: each GPU and each GPU model's MIG profile table, as JSON-ready values and as text.
+
+Identifiers (UUIDs, serial numbers, PCI bus ids) only when asked: the seed keeps hardware diagnostics private."""
+from __future__ import annotations
+
+from webhook.config.mig import MIG_PROFILE_TABLES
+from webhook.host import mig
+from webhook.host.facts import HostFacts
+from webhook.host.nvsmi import FORMS, Gpu, MigDevice
+from webhook.host.sources import Missing
+
+
+def _mig_devices(gpu: Gpu, facts: HostFacts, show_ids: bool) -> list[dict] | None:
+    listed: tuple[MigDevice, ...] | None = None
+    if not isinstance(facts.listing, Missing):
+        listed = next((g.mig_devices for g in facts.listing.gpus if g.index == gpu.index), None)
+    devices = listed if listed is not None else gpu.mig_devices
+    if devices is None:
+        return None
+    sized = {d.index: d.memory_mib for d in gpu.mig_devices or ()}
+    out = []
+    for d in devices:
+        item: dict = {"index": d.index, "profile": d.profile, "memoryMiB": d.memory_mib or sized.get(d.index)}
+        if show_ids and d.uuid:
+            item["uuid"] = d.uuid
+        out.append(item)
+    return out
+
+
+def gpu_dict(gpu: Gpu, facts: HostFacts, show_ids: bool) -> dict:
+    out: dict = {
+        "index": gpu.index,
+        "productName": gpu.product_name,
+        "memoryMiB": gpu.memory_mib,
+        "migCapable": gpu.mig_capable,
+        "migMode": {"current": gpu.mig_current, "pending": gpu.mig_pending},
+        "persistenceMode": gpu.persistence_mode,
+        "computeMode": gpu.compute_mode,
+        "migDevices": _mig_devices(gpu, facts, show_ids),
+    }
+    if show_ids:
+        out.update(uuid=gpu.uuid, serial=gpu.serial, busId=gpu.bus_id)
+    return out
+
+
+def builtin_model(profiles: dict[str, int]) -> str | None:
+    """The shipped table (`mig: {model: ...}`) equal to this one, if any."""
+    return next((name for name, table in MIG_PROFILE_TABLES.items() if dict(table) == profiles), None)
+
+
+def models(facts: HostFacts) -> list[dict]:
+    """One entry per GPU model: its GPUs and its MIG profile table in the shape of a cohort's `mig:`."""
+    if isinstance(facts.smi, Missing):
+        return []
+    per_gpu = {} if isinstance(facts.profiles, Missing) else mig.tables(facts.profiles)
+    out: dict[tuple[str, int | None], dict] = {}
+    for gpu in facts.smi.gpus:
+        entry = out.setdefault((gpu.product_name, gpu.memory_mib), {
+            "productName": gpu.product_name, "memoryMiB": gpu.memory_mib, "gpus": [], "mig": None,
+            "builtinModel": None, "profilesLeftOut": [], "migTableUnknown": None})
+        entry["gpus"].append(gpu.index)
+        if gpu.mig_capable is False:
+            entry["migTableUnknown"] = "the GPU has no MIG"
+            continue
+        table = per_gpu.get(gpu.index)
+        if table is None:
+            entry["migTableUnknown"] = (facts.profiles.reason if isinstance(facts.profiles, Missing) else
+                                        f"nvidia-smi mig -lgip listed no profile for GPU {gpu.index}"
+                                        + (f" ({facts.profiles_text.splitlines()[0]})" if facts.profiles_text else ""))
+            continue
+        kept, left_out = mig.policy_table(table)
+        if entry["mig"] is not None and entry["mig"]["profiles"] != kept:
+            entry["migTableUnknown"] = f"GPUs of this model list different profile tables (GPU {gpu.index} differs)"
+            continue
+        entry.update(mig={"profiles": kept}, builtinModel=builtin_model(kept), profilesLeftOut=list(left_out))
+        entry["migTableUnknown"] = None
+    return list(out.values())
+
+
+def inventory(facts: HostFacts, *, show_ids: bool = False) -> dict:
+    smi = facts.smi
+    return {
+        "source": facts.where,
+        "readFrom": None if isinstance(smi, Missing) else smi.form,
+        "driverVersion": None if isinstance(smi, Missing) else smi.driver_version,
+        "cudaVersion": None if isinstance(smi, Missing) else smi.cuda_version,
+        "gpus": [] if isinstance(smi, Missing) else [gpu_dict(g, facts, show_ids) for g in smi.gpus],
+        "models": models(facts),
+        "notes": list(facts.notes),
+        "errors": [smi.reason] if isinstance(smi, Missing) else [],
+    }
+
+
+def _mode(value) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def text(inv: dict) -> list[str]:
+    lines = [f"Host: {inv['source']}"]
+    if inv["errors"]:
+        return lines + [f"cannot read the GPUs: {e}" for e in inv["errors"]]
+    lines.append(f"Driver {_mode(inv['driverVersion'])}, CUDA {_mode(inv['cudaVersion'])} (read from "
+                 f"`{FORMS[inv['readFrom']]}`)")
+    lines.extend(f"note: {n}" for n in inv["notes"])
+    for g in inv["gpus"]:
+        memory = f"{g['memoryMiB']} MiB ({g['memoryMiB'] / 1024:.1f} GiB)" if g["memoryMiB"] is not None else "memory unknown"
+        lines.append("")
+        lines.append(f"GPU {g['index']}: {g['productName']}, {memory}")
+        if "uuid" in g:
+            lines.append(f"    uuid {_mode(g['uuid'])}, serial {_mode(g['serial'])}, bus {_mode(g['busId'])}")
+        capable = {True: "capable", False: "not capable", None: "capability unknown"}[g["migCapable"]]
+        mig_line = f"    MIG: {capable}"
+        if g["migCapable"]:
+            mig_line += f", current {_mode(g['migMode']['current'])}, pending {_mode(g['migMode']['pending'])}"
+        lines.append(mig_line)
+        lines.append(f"    persistence mode {_mode(g['persistenceMode'])}, compute mode {_mode(g['computeMode'])}")
+        for d in g["migDevices"] or ():
+            lines.append(f"    MIG device {d['index']}: {d['profile'] or 'profile unknown'}"
+                         + (f", {d['memoryMiB']} MiB" if d["memoryMiB"] else "") + (f", {d['uuid']}" if d.get("uuid") else ""))
+    for m in inv["models"]:
+        lines.append("")
+        gpus = ", ".join(map(str, m["gpus"]))
+        if m["mig"] is None:
+            lines.append(f"MIG profile table of {m['productName']} (GPU {gpus}): unknown, {m['migTableUnknown']}")
+            continue
+        same = f"; the same as the built-in {m['builtinModel']} (mig: {{model: {m['builtinModel']}}})" if m["builtinModel"] else ""
+        lines.append(f"MIG profile table of {m['productName']} (GPU {gpus}), from nvidia-smi mig -lgip{same}; "
+                     "as a cohort's table:")
+        lines.append("    mig:")
+        lines.append("      profiles:")
+        lines.extend(f"        {name}: {count}" for name, count in m["mig"]["profiles"].items())
+        if m["profilesLeftOut"]:
+            lines.append(f"    left out (not a name the policy takes): {', '.join(m['profilesLeftOut'])}")
+    return lines

@@ -102,6 +102,31 @@ VALUE_SETS: dict[str, dict] = {
         "topologySpread": {"enabled": False}, "podDisruptionBudget": {"enabled": False},
         "priorityClass": {"create": False}, "serviceAccount": {"create": False, "name": "webhook"},
         "securityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None}},
+    # The escape hatches platform teams expect (docs/deployment.md), each set at once.
+    "host-network": {"hostNetwork": {"enabled": True, "port": 9743},
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}},
+    "escape-hatches": {
+        "dnsPolicy": "None",
+        "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"},
+                     {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "extraArgs": ["--limit-request-line", "8190"],
+        "extraVolumes": [{"name": "corp-ca", "configMap": {"name": "corp-ca"}}],
+        "extraVolumeMounts": [{"name": "corp-ca", "mountPath": "/etc/ssl/corp", "readOnly": True}],
+        "webhooks": {"objectSelector": {"matchExpressions": [{"key": "gpu-admission.io/skip", "operator": "DoesNotExist"}]},
+                     "namespaceSelector": {"matchLabels": {"gpu": "true"},
+                                           "matchExpressions": [{"key": "tier", "operator": "In", "values": ["ml"]}]},
+                     "matchConditions": {"extra": [{"name": "not-ci-bots",
+                                                    "expression": "!request.userInfo.username.startsWith('ci-')"}]}},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                       "whenUnsatisfiable": "DoNotSchedule"}],
+        "revisionHistoryLimit": 2,
+        "updateStrategy": {"type": "Recreate"},
+        "podSecurityContext": {"supplementalGroups": [4000], "fsGroupChangePolicy": "OnRootMismatch"},
+        "containerSecurityContext": {"seLinuxOptions": {"type": "spc_t"}},
+        "autoscaling": {"enabled": True, "minReplicas": 3, "maxReplicas": 9, "targetMemoryUtilizationPercentage": 80,
+                        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 600}}},
+        "audit": {"enabled": True, "failOnFindings": True},
+    },
 }
 
 

@@ -75,6 +75,38 @@ app.kubernetes.io/component: webhook
 {{- end -}}
 {{- end -}}
 
+{{/* The port the server binds: on the host network, the node port chosen for it. */}}
+{{- define "gpu-admission.serverPort" -}}
+{{- if .Values.hostNetwork.enabled -}}{{ int .Values.hostNetwork.port }}{{- else -}}{{ int .Values.server.port }}{{- end -}}
+{{- end -}}
+
+{{- define "gpu-admission.dnsPolicy" -}}
+{{- if .Values.dnsPolicy -}}
+{{- .Values.dnsPolicy -}}
+{{- else if .Values.hostNetwork.enabled -}}
+ClusterFirstWithHostNet
+{{- end -}}
+{{- end -}}
+
+{{/* The pod and container securityContexts: the chart's, with podSecurityContext and
+containerSecurityContext merged over them. */}}
+{{- define "gpu-admission.podSecurityContext" -}}
+{{- $sc := dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault") -}}
+{{- range $key := list "runAsUser" "runAsGroup" "fsGroup" -}}
+{{- $id := index $.Values.securityContext $key -}}
+{{- if not (kindIs "invalid" $id) -}}
+{{- $_ := set $sc $key (int $id) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (mustMergeOverwrite $sc (deepCopy .Values.podSecurityContext)) -}}
+{{- end -}}
+
+{{- define "gpu-admission.containerSecurityContext" -}}
+{{- $sc := dict "allowPrivilegeEscalation" false "privileged" false "readOnlyRootFilesystem" true "runAsNonRoot" true
+  "capabilities" (dict "drop" (list "ALL")) "seccompProfile" (dict "type" "RuntimeDefault") -}}
+{{- toYaml (mustMergeOverwrite $sc (deepCopy .Values.containerSecurityContext)) -}}
+{{- end -}}
+
 {{/* The DNS name the apiserver verifies the serving certificate against. */}}
 {{- define "gpu-admission.serviceHost" -}}
 {{- printf "%s.%s.svc" (include "gpu-admission.fullname" .) .Release.Namespace -}}
@@ -177,12 +209,26 @@ webhooks' namespaceSelector and matchConditions can never disagree.
 {{- $out | uniq | sortAlpha | toJson -}}
 {{- end -}}
 
-{{- define "gpu-admission.namespaceSelector" -}}
+{{/* namespaceSelector: the exempt namespaces left out by name, and webhooks.namespaceSelector required too;
+objectSelector: webhooks.objectSelector. */}}
+{{- define "gpu-admission.selectors" -}}
+{{- $user := default dict .Values.webhooks.namespaceSelector -}}
 namespaceSelector:
+  {{- with $user.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
       values: {{ include "gpu-admission.excludedNamespacesJson" . }}
+    {{- with $user.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- with .Values.webhooks.objectSelector }}
+objectSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{/* ---------------------------------------------------------------- certificates */}}
@@ -334,6 +380,9 @@ skipped for pods), update (the webhook sees UPDATEs), gpu (the object is a pod o
 {{- end -}}
 {{- if and .gpu $mc.skipNonGpuPods (not $lookups.namespaces) -}}
 {{- $out = append $out (dict "name" "skip-pods-no-rule-concerns" "expression" (include "gpu-admission.celGpuRelevant" .)) -}}
+{{- end -}}
+{{- range $mc.extra -}}
+{{- $out = append $out (dict "name" .name "expression" .expression) -}}
 {{- end -}}
 {{- if $out -}}
 matchConditions:

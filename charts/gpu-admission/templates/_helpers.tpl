@@ -107,6 +107,41 @@ containerSecurityContext merged over them. */}}
 {{- toYaml (mustMergeOverwrite $sc (deepCopy .Values.containerSecurityContext)) -}}
 {{- end -}}
 
+{{/*
+Findings of checkov (a scanner of rendered manifests) that this chart means, stated on the objects with
+their reasons (checkov.io/skipN annotations), so that a scan lists them as skipped instead of failing.
+Arguments: root, pod ("webhook" or "audit"). A finding goes away, and its annotation with it, once the
+value that causes it is set (image.digest, networkPolicy.enabled, no lookups).
+*/}}
+{{- define "gpu-admission.checkovSkips" -}}
+{{- $root := .root -}}
+{{- $cpu := "CKV_K8S_11=no CPU limit on purpose: CFS throttling would add latency to every admission call; the CPU request reserves what the webhook needs" -}}
+{{- if eq .pod "audit" -}}
+{{- $cpu = "CKV_K8S_11=no CPU limit on purpose: a limit would only slow the batch audit down; its CPU request reserves what it needs, and its memory is limited" -}}
+{{- end -}}
+{{- $skips := list $cpu
+  "CKV_K8S_15=pullPolicy IfNotPresent: the image is pinned by a version tag or image.digest, so Always would only add a registry round trip to every start" -}}
+{{- if not $root.Values.image.digest -}}
+{{- $skips = append $skips "CKV_K8S_43=image.digest is empty: the image is pinned by its version tag; set image.digest to pin it by digest" -}}
+{{- end -}}
+{{- if and (eq .pod "webhook") (not $root.Values.networkPolicy.enabled) -}}
+{{- $skips = append $skips "CKV2_K8S_6=the NetworkPolicy is left to the user (networkPolicy.enabled): the apiserver's source addresses differ per cluster" -}}
+{{- end -}}
+{{- if kindIs "invalid" (index $root.Values.securityContext "runAsUser") -}}
+{{- $skips = append $skips "CKV_K8S_40=securityContext.runAsUser is null: the platform assigns the user (OpenShift's restricted SCC picks one from the namespace's high range); runAsNonRoot still holds" -}}
+{{- end -}}
+{{- if and (eq .pod "webhook") $root.Values.hostNetwork.enabled -}}
+{{- $skips = append $skips "CKV_K8S_19=hostNetwork.enabled: the control plane cannot reach pod IPs here (custom CNI, Hybrid Nodes without a routable pod CIDR)" -}}
+{{- $skips = append $skips "CKV_K8S_26=hostNetwork.enabled: the hostPort is declared so that the scheduler never puts two replicas on one node's port" -}}
+{{- end -}}
+{{- if or (eq .pod "audit") (include "gpu-admission.anyLookup" $root) -}}
+{{- $skips = append $skips "CKV_K8S_38=the service account token is mounted because the pod reads the cluster (the audit, or the lookups enabled); RBAC grants only that" -}}
+{{- end -}}
+{{- range $i, $skip := $skips }}
+checkov.io/skip{{ add1 $i }}: {{ $skip | quote }}
+{{- end -}}
+{{- end -}}
+
 {{/* The DNS name the apiserver verifies the serving certificate against. */}}
 {{- define "gpu-admission.serviceHost" -}}
 {{- printf "%s.%s.svc" (include "gpu-admission.fullname" .) .Release.Namespace -}}

@@ -10,9 +10,12 @@ DIST := dist
 
 .PHONY: install test run bench certs lock chart clean
 
-$(STAMP): pyproject.toml
+# The runtime dependencies at the lock's versions first (what the image runs), then the project and
+# its test tools.
+$(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 

@@ -142,6 +142,18 @@ checkov.io/skip{{ add1 $i }}: {{ $skip | quote }}
 {{- end -}}
 {{- end -}}
 
+{{/* The label matchers that pick this release's series (PrometheusRule). */}}
+{{- define "gpu-admission.metricSelector" -}}
+{{- default (printf "job=\"%s\",namespace=\"%s\"" (include "gpu-admission.fullname" .) .Release.Namespace) .Values.prometheusRule.selector -}}
+{{- end -}}
+
+{{- define "gpu-admission.alertLabels" -}}
+severity: {{ .severity }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
 {{/* The DNS name the apiserver verifies the serving certificate against. */}}
 {{- define "gpu-admission.serviceHost" -}}
 {{- printf "%s.%s.svc" (include "gpu-admission.fullname" .) .Release.Namespace -}}

@@ -281,33 +281,58 @@ objectSelector:
 {{/* ---------------------------------------------------------------- certificates */}}
 
 {{/*
-The chart-generated CA and serving certificate, as JSON {crt, key, ca} (base64). Generated once per
-render (memoised on the root context, so the Secret and both webhook configurations agree) and taken
-from the existing Secret when there is one, so upgrades keep the same certificate.
+The chart-generated CA and serving certificate, as JSON {crt, key, ca, notAfter} (base64, and the serving
+certificate's expiry in RFC 3339). Decided once per render (memoised on the root context, so the Secret and
+both webhook configurations agree) from the existing Secret, which `lookup` reads on install and upgrade.
 */}}
 {{- define "gpu-admission.generatedTLS" -}}
 {{- if not (hasKey $ "gpuAdmissionGeneratedTLS") -}}
-{{- $name := include "gpu-admission.tlsSecretName" $ -}}
-{{- $existing := lookup "v1" "Secret" $.Release.Namespace $name -}}
+{{- $existing := lookup "v1" "Secret" $.Release.Namespace (include "gpu-admission.tlsSecretName" $) -}}
+{{- $g := $.Values.certificates.generate -}}
+{{- $tls := include "gpu-admission.tlsFor" (dict "existing" $existing "now" now "days" $g.validityDays
+  "renewBeforeDays" $g.renewBeforeDays "service" (include "gpu-admission.fullname" $) "namespace" $.Release.Namespace) -}}
+{{- $_ := set $ "gpuAdmissionGeneratedTLS" ($tls | fromJson) -}}
+{{- end -}}
+{{- get $ "gpuAdmissionGeneratedTLS" | toJson -}}
+{{- end -}}
+
+{{/*
+Keep or rotate. Arguments: existing (the Secret as the API returns it, or empty), now, days (validity),
+renewBeforeDays, service, namespace. The existing pair is kept while its serving certificate (the Secret's
+gpu-admission.io/not-after annotation) is valid for more than renewBeforeDays; otherwise, or when that is
+unknown, a new CA and certificate are made, and the caBundle trusts the new CA and the previous one: pods
+still serving the old certificate until their Secret volume updates keep being trusted.
+*/}}
+{{- define "gpu-admission.tlsFor" -}}
+{{- $existing := default dict .existing -}}
 {{- $crt := dig "data" "tls.crt" "" $existing -}}
 {{- $key := dig "data" "tls.key" "" $existing -}}
 {{- $ca := dig "data" "ca.crt" "" $existing -}}
-{{- $tls := dict -}}
-{{- if and $crt $key $ca -}}
-{{- $tls = dict "crt" $crt "key" $key "ca" $ca -}}
+{{- $notAfter := dig "metadata" "annotations" "gpu-admission.io/not-after" "" $existing -}}
+{{- $left := -1 -}}
+{{- if $notAfter -}}
+{{- $expiry := toDate "2006-01-02T15:04:05Z07:00" $notAfter -}}
+{{- $left = sub (int64 (unixEpoch $expiry)) (int64 (unixEpoch .now)) -}}
+{{- end -}}
+{{- $renew := mul (int .renewBeforeDays) 86400 -}}
+{{- if and $crt $key $ca (or (eq (int .renewBeforeDays) 0) (gt (int64 $left) (int64 $renew))) -}}
+{{- dict "crt" $crt "key" $key "ca" $ca "notAfter" $notAfter "rotated" false | toJson -}}
 {{- else -}}
-{{- $days := int $.Values.certificates.generate.validityDays -}}
-{{- $svc := include "gpu-admission.fullname" $ -}}
-{{- $host := include "gpu-admission.serviceHost" $ -}}
+{{- $days := int .days -}}
+{{- $svc := .service -}}
+{{- $host := printf "%s.%s.svc" $svc .namespace -}}
 {{- /* ECDSA P-256 keys: as strong as RSA-3072 for TLS, and generated in milliseconds. */ -}}
 {{- $authority := genCAWithKey (printf "%s-ca" $svc) $days (genPrivateKey "ecdsa") -}}
-{{- $dns := list $svc (printf "%s.%s" $svc $.Release.Namespace) $host (printf "%s.cluster.local" $host) -}}
+{{- $dns := list $svc (printf "%s.%s" $svc .namespace) $host (printf "%s.cluster.local" $host) -}}
 {{- $cert := genSignedCertWithKey $host nil $dns $days $authority (genPrivateKey "ecdsa") -}}
-{{- $tls = dict "crt" ($cert.Cert | b64enc) "key" ($cert.Key | b64enc) "ca" ($authority.Cert | b64enc) -}}
+{{- $bundle := $authority.Cert -}}
+{{- $previous := regexFind "(?s)-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----" (b64dec $ca) -}}
+{{- if $previous -}}
+{{- $bundle = printf "%s\n%s\n" (trimSuffix "\n" $authority.Cert) $previous -}}
 {{- end -}}
-{{- $_ := set $ "gpuAdmissionGeneratedTLS" $tls -}}
+{{- $expires := dateInZone "2006-01-02T15:04:05Z" (.now | dateModify (printf "+%dh" (mul $days 24))) "UTC" -}}
+{{- dict "crt" ($cert.Cert | b64enc) "key" ($cert.Key | b64enc) "ca" ($bundle | b64enc) "notAfter" $expires "rotated" true | toJson -}}
 {{- end -}}
-{{- get $ "gpuAdmissionGeneratedTLS" | toJson -}}
 {{- end -}}
 
 {{/* clientConfig of a webhook: the Service, the path, and the CA unless cert-manager injects it. */}}

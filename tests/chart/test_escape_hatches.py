@@ -148,3 +148,15 @@ def test_audit_job_fails_on_findings_only_when_asked():
             "containers"][0]["args"]
     assert "--fail-on-findings" in args("escape-hatches")
     assert "--fail-on-findings" not in args("audit-cronjob")
+
+
+def test_extra_args_reach_gunicorn_after_the_entry_point_and_win():
+    """The container's args follow the image's ENTRYPOINT (gunicorn, its config, the app): gunicorn's own parser
+    takes them there, and a command-line setting overrides the config file's."""
+    from gunicorn.config import Config
+
+    from .test_dockerfile import ENTRYPOINT
+
+    parsed = Config(prog="gunicorn").parser().parse_args([*ENTRYPOINT[1:], *_container("escape-hatches")["args"]])
+    assert parsed.args == ["webhook.server.wsgi:app"] and parsed.config == "python:webhook.server.gunicorn_conf"
+    assert parsed.limit_request_line == 8190

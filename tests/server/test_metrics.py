@@ -114,3 +114,30 @@ def test_the_serving_certificates_expiry_is_a_metric(make_app, tmp_path):
 def test_no_certificate_no_expiry(make_app):
     text = make_app().test_client().get("/metrics").get_data(as_text=True)
     assert "gpu_admission_certificate_expiry_timestamp_seconds " not in text
+
+
+def test_lookup_metrics_add_what_changed_and_stay_bounded():
+    """Counters grow by the difference since the last flush (a new resolver after a reload starts again from
+    its own zero); labels are the lookup kinds (the resolver's, a fixed table) and three verbs."""
+    from webhook.lookups.cluster import KINDS, KindStats
+    from webhook.lookups.informer import InformerStats
+    from webhook.metrics import LOOKUP_VERBS
+
+    def stats(n: int, *, synced: bool = True, error: str | None = None) -> dict:
+        informer = InformerStats(synced, 3 * n, "1", n, n, 2 * n, error, n, n)
+        return {kind: KindStats(kind, 10 * n, n, n, informer, n) for kind in KINDS}
+
+    metrics = Metrics()
+    for n in (1, 4, 4, 2, 5):  # 4 twice: nothing new; 2: a new resolver, counted from there
+        metrics.lookup_stats(stats(n))
+    metrics.lookup_stats(stats(5, error="forbidden"))
+    text = metrics.exposition().decode()
+    series = [s for f in text_string_to_metric_families(text) for s in f.samples if s.name.startswith("gpu_admission_lookup")]
+    assert {s.labels["kind"] for s in series} == set(KINDS)
+    assert {s.labels["verb"] for s in series if "verb" in s.labels} == set(LOOKUP_VERBS)
+    kind = next(iter(KINDS))
+    get = metrics.registry.get_sample_value
+    assert get("gpu_admission_lookup_requests_total", {"kind": kind, "verb": "get"}) == 4 + 3  # 1 -> 4, then 2 -> 5
+    assert get("gpu_admission_lookup_cache_total", {"kind": kind, "result": "hit"}) == 40 + 30
+    assert get("gpu_admission_lookup_up", {"kind": kind}) == 0.0  # the last list or watch failed
+    assert get("gpu_admission_lookup_objects", {"kind": kind}) == 15.0

@@ -13,10 +13,13 @@ ENV PIP_NO_CACHE_DIR=1 \
     PATH=/opt/gpu-admission/bin:$PATH
 WORKDIR /src
 RUN python -m venv "$VIRTUAL_ENV"
-# The dependencies come from pyproject.toml and nowhere else (no requirements file to drift).
-COPY pyproject.toml README.md ./
+# The runtime dependencies from requirements.lock (`make lock` compiles it from pyproject.toml), every
+# file checked against its hash, so that two builds install the same bytes; then the project itself
+# with no dependency resolution of its own (only its build backend, setuptools, comes from the index).
+COPY requirements.lock pyproject.toml README.md ./
 COPY webhook ./webhook
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements.lock \
+ && pip install --no-cache-dir --no-deps . \
  && python -m compileall -q "$VIRTUAL_ENV" \
  && pip uninstall --yes pip
 
@@ -25,7 +28,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     VIRTUAL_ENV=/opt/gpu-admission \
     PATH=/opt/gpu-admission/bin:$PATH
+# The version is pyproject.toml's, as are the chart's version and appVersion (tests/test_release.py).
 LABEL org.opencontainers.image.title="gpu-admission" \
+      org.opencontainers.image.version="0.1.0" \
       org.opencontainers.image.description="Kubernetes admission webhook for NVIDIA GPU node cohorts" \
       org.opencontainers.image.source="https://github.com/gpu-admission/gpu-admission" \
       org.opencontainers.image.licenses="Apache-2.0"

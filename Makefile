@@ -2,18 +2,32 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# checkov pins packaging<24 and python-dateutil<3, which pytest and kubernetes refuse: it gets a
+# virtualenv of its own, which the tests call (tests/chart/test_checkov.py).
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+DIST := dist
 
-.PHONY: install test run bench certs schema clean
+.PHONY: install test run bench certs schema lock chart clean
 
-$(STAMP): pyproject.toml
+# The runtime dependencies at the lock's versions first (what the image runs), then the project and
+# its test tools.
+$(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-install: $(STAMP)
+$(CHECKOV_STAMP):
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install --quiet 'checkov>=3.2'
+	touch $(CHECKOV_STAMP)
 
-test: $(STAMP)
+install: $(STAMP) $(CHECKOV_STAMP)
+
+test: install
 	$(BIN)/pytest
 
 run: $(STAMP)
@@ -31,5 +45,15 @@ schema: $(STAMP)
 	$(BIN)/python -c 'import sys; from webhook.config.schema import main; sys.exit(main(sys.argv[1:]))' \
 		charts/gpu-admission/values.schema.json
 
+# The runtime dependencies the image installs, pinned with their hashes (Dockerfile: --require-hashes).
+# Run it after changing `dependencies` in pyproject.toml; tests/test_release.py says when it is due.
+lock: $(STAMP)
+	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
+		--output-file requirements.lock pyproject.toml
+
+# The chart as a versioned archive (helm package, through helm-python-sdk): dist/gpu-admission-<version>.tgz
+chart: $(STAMP)
+	$(BIN)/python -m tools.package_chart $(DIST)
+
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(DIST) build *.egg-info .mypy_cache .ruff_cache

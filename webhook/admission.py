@@ -60,7 +60,8 @@ class Admission:
             result = "denied"
         elapsed = time.perf_counter() - started
         try:
-            self.metrics.observe_request(endpoint, request["kind"]["kind"], result, elapsed)
+            self.metrics.observe_request(endpoint, request["kind"]["kind"], result, elapsed,
+                                         operation=request.get("operation"), dry_run=request.get("dryRun") is True)
             if outcome.evaluation is not None:
                 self.metrics.observe_evaluation(outcome.evaluation)
                 self._log_rule_errors(request, outcome.evaluation)

@@ -9,9 +9,10 @@ from flask import Flask
 from webhook import routes
 from webhook.admission import Admission
 from webhook.lookups.base import Resolver
-from webhook.lookups.cluster import build_resolver
+from webhook.lookups.cluster import ClusterResolver, build_resolver
 from webhook.lookups.kubeconfig import ClusterConfigError
 from webhook.metrics import Metrics
+from webhook.server import tls
 from webhook.server.logs import LOGGER
 from webhook.server.reload import PolicyStore
 from webhook.settings import Settings
@@ -49,11 +50,24 @@ def create_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask
     owned = resolver is None
     admission = Admission(store=store, resolver=resolver or build_resolver(store.policy), metrics=metrics,
                           failure_mode=settings.failure_mode)
+    metrics.add_source(lambda m: _export_state(m, settings, admission))
     app = Flask(__name__)
     runtime = Runtime(settings, store, metrics, admission)
     app.extensions[EXTENSION] = runtime
     routes.register(app, runtime)
     return app
+
+
+def _export_state(metrics: Metrics, settings: Settings, admission: Admission) -> None:
+    """What the registry shows of state held elsewhere: the serving certificate's expiry, the lookups'
+    counters and health (a ClusterResolver's stats; none without lookups)."""
+    if settings.tls:
+        try:
+            metrics.certificate_in_use(tls.reloader_for(settings.tls_cert, settings.tls_key).status.not_after)
+        except (OSError, ValueError):  # not loadable: /readyz says so, and no expiry is known
+            pass
+    if isinstance(admission.resolver, ClusterResolver):
+        metrics.lookup_stats(admission.resolver.stats())
 
 
 def _switch_lookups(admission: Admission, policy) -> None:

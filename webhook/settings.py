@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Mapping
 
 MiB = 1024 * 1024
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+LOG_LEVELS = ("debug", "info", "warn", "error")
+# Python's names, accepted too (and read as ours).
+LOG_LEVEL_ALIASES = {"warning": "warn", "critical": "error"}
+LOG_FORMATS = ("json", "text")
 FAILURE_MODES = ("allow", "deny")
 
 # The deployment contract (DESIGN.md section 11; the Helm chart builds against these names).
@@ -22,6 +25,7 @@ ENV_MAX_BODY = "GPU_ADMISSION_MAX_BODY_BYTES"
 ENV_LOG_LEVEL = "GPU_ADMISSION_LOG_LEVEL"
 # Beyond the contract, with defaults that need no setting.
 ENV_THREADS = "GPU_ADMISSION_THREADS"
+ENV_LOG_FORMAT = "GPU_ADMISSION_LOG_FORMAT"
 ENV_ON_ERROR = "GPU_ADMISSION_ON_ERROR"
 ENV_RELOAD_INTERVAL = "GPU_ADMISSION_RELOAD_INTERVAL"
 ENV_METRICS_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus-client's own name for it
@@ -48,6 +52,7 @@ class Settings:
     threads: int = 4
     max_body_bytes: int = 3 * MiB
     log_level: str = "info"
+    log_format: str = "json"
     # What a request gets when evaluating it raised (not one rule: the engine applies each rule's
     # onError itself): "allow" with a warning, or "deny".
     failure_mode: str = "allow"
@@ -68,8 +73,11 @@ class Settings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SettingsError(f"{name} must be a positive integer")
+        object.__setattr__(self, "log_level", LOG_LEVEL_ALIASES.get(self.log_level, self.log_level))
         if self.log_level not in LOG_LEVELS:
             raise SettingsError(f"log level must be one of {', '.join(LOG_LEVELS)}")
+        if self.log_format not in LOG_FORMATS:
+            raise SettingsError(f"log format must be one of {', '.join(LOG_FORMATS)}")
         if self.failure_mode not in FAILURE_MODES:
             raise SettingsError(f"failure mode must be one of {', '.join(FAILURE_MODES)}")
         if not 0 < self.reload_interval <= 300:
@@ -90,7 +98,8 @@ class Settings:
             workers=_int(env, ENV_WORKERS, default_workers()),
             threads=_int(env, ENV_THREADS, 4),
             max_body_bytes=_int(env, ENV_MAX_BODY, 3 * MiB),
-            log_level=_choice(env, ENV_LOG_LEVEL, "info", LOG_LEVELS),
+            log_level=_choice(env, ENV_LOG_LEVEL, "info", LOG_LEVELS + tuple(LOG_LEVEL_ALIASES)),
+            log_format=_choice(env, ENV_LOG_FORMAT, "json", LOG_FORMATS),
             failure_mode=_choice(env, ENV_ON_ERROR, "allow", FAILURE_MODES),
             reload_interval=_float(env, ENV_RELOAD_INTERVAL, 2.0),
             metrics_dir=Path(env[ENV_METRICS_DIR]) if env.get(ENV_METRICS_DIR) else None,

@@ -230,7 +230,8 @@ def test_webhook_settings_are_this_project_s(rendered, value_set):
         assert hook["failurePolicy"] == webhooks.get(which, {}).get("failurePolicy", "Fail")
         assert 1 <= hook["timeoutSeconds"] <= 5
         assert hook["timeoutSeconds"] == webhooks.get(which, {}).get("timeoutSeconds", 3 if which == "mutating" else 5)
-        assert "objectSelector" not in hook  # exceptions are config-owned, never a label on the workload
+        # Exceptions are config-owned: no label on a workload skips the webhooks unless the user asks for it.
+        assert hook.get("objectSelector") == webhooks.get("objectSelector")
         if which == "mutating":
             assert hook["reinvocationPolicy"] == "IfNeeded"
         else:

@@ -182,9 +182,11 @@ def test_webhooks_never_match_what_must_always_go_through(rendered, value_set):
 def test_namespace_selector_excludes_system_own_and_exempt_namespaces(rendered, value_set):
     policy = parse_policy(rendered.policy_text())
     expected = sorted({"kube-system", NAMESPACE} | set(policy.exempt_namespaces))
+    user = rendered.values.get("webhooks", {}).get("namespaceSelector", {})  # labels required on top
     for _, hook in rendered.webhooks():
-        assert hook["namespaceSelector"] == {"matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": expected}]}
+        assert hook["namespaceSelector"] == {**user, "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": expected},
+            *user.get("matchExpressions", [])]}
 
 
 def test_release_namespace_is_excluded_whatever_it_is_called(render):
@@ -214,13 +216,16 @@ def _mount_for(rendered, path: str) -> tuple[dict, dict]:
 @pytest.mark.parametrize("value_set", set_params())
 def test_environment_and_files_match_the_server_settings(rendered, value_set):
     container = _container(rendered)
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env[settings.ENV_POLICY] == settings.DEPLOYED_POLICY
     assert env[settings.ENV_TLS_CERT] == settings.DEPLOYED_TLS_CERT
     assert env[settings.ENV_TLS_KEY] == settings.DEPLOYED_TLS_KEY
-    assert env[settings.ENV_BIND] == settings.DEPLOYED_BIND
+    port = container["ports"][0]["containerPort"]  # 8443 unless on the host network
+    assert env[settings.ENV_BIND] == settings.DEPLOYED_BIND.replace(":8443", f":{port}")
     assert int(env[settings.ENV_WORKERS]) >= 1
     assert env[settings.ENV_LOG_LEVEL] in settings.LOG_LEVELS
+    assert env[settings.ENV_LOG_FORMAT] in settings.LOG_FORMATS
+    settings.Settings.from_env({k: v for k, v in env.items() if v is not None})  # the server reads them all
     unknown = {name for name in env if name.startswith("GPU_ADMISSION_")} - {
         v for k, v in vars(settings).items() if k.startswith("ENV_")}
     assert unknown == set(), "variables the server does not read"
@@ -243,8 +248,11 @@ def test_environment_and_files_match_the_server_settings(rendered, value_set):
 def test_port_paths_and_probes_match_what_the_server_serves(rendered, value_set):
     container = _container(rendered)
     (port,) = container["ports"]
-    bind_port = int(settings.DEPLOYED_BIND.rsplit(":", 1)[1])
-    assert port == {"name": "https", "containerPort": bind_port, "protocol": "TCP"}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    bind_port = int(env[settings.ENV_BIND].rsplit(":", 1)[1])
+    host = rendered.values.get("hostNetwork", {}).get("enabled")  # the node's port: declared, so pods never share it
+    assert bind_port == (rendered.values["hostNetwork"]["port"] if host else 8443)
+    assert port == {"name": "https", "containerPort": bind_port, "protocol": "TCP", **({"hostPort": bind_port} if host else {})}
     probes = {name: container[name]["httpGet"] for name in ("startupProbe", "livenessProbe", "readinessProbe")}
     assert probes["livenessProbe"]["path"] == "/healthz"
     assert probes["startupProbe"]["path"] == "/healthz"

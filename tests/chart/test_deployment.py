@@ -15,14 +15,18 @@ def _pod(rendered) -> dict:
 
 @pytest.mark.parametrize("value_set", set_params())
 def test_restricted_pod_security_profile(rendered, value_set):
-    """The checks of Pod Security Admission's restricted level (v1.34), on the webhook and audit pods."""
+    """The checks of Pod Security Admission's restricted level (v1.34), on the webhook and audit pods. The host
+    network is the one exception, and only when asked for (hostNetwork.enabled): it needs a privileged
+    namespace, as docs/deployment.md says."""
+    host = rendered.values.get("hostNetwork", {}).get("enabled", False)
     pods = [_pod(rendered)] + [c["spec"]["jobTemplate"]["spec"]["template"]["spec"] for c in rendered.all("CronJob")]
     for pod in pods:
         sc = pod["securityContext"]
         assert sc["runAsNonRoot"] is True
         assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
         assert sc.get("runAsUser", 1) != 0
-        for key in ("hostNetwork", "hostPID", "hostIPC"):
+        assert pod.get("hostNetwork", False) is (host and pod is pods[0])
+        for key in ("hostPID", "hostIPC"):
             assert not pod.get(key)
         assert all("hostPath" not in v for v in pod.get("volumes", []))
         for container in pod["containers"]:
@@ -32,7 +36,7 @@ def test_restricted_pod_security_profile(rendered, value_set):
             assert csc["capabilities"] == {"drop": ["ALL"]}
             assert csc["readOnlyRootFilesystem"] is True
             assert csc["runAsNonRoot"] is True
-            assert all("hostPort" not in p for p in container.get("ports", []))
+            assert all("hostPort" not in p for p in container.get("ports", [])) or host
             (tmp,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/tmp"]
             assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == tmp["name"])
 
@@ -50,8 +54,12 @@ def test_runs_as_the_image_s_numeric_user_unless_the_platform_chooses(rendered, 
 def test_high_availability(rendered, value_set):
     deployment = rendered.one("Deployment")
     spec = deployment["spec"]
-    assert spec["replicas"] == rendered.values.get("replicaCount", 2) >= 2
-    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    if rendered.values.get("autoscaling", {}).get("enabled"):
+        assert "replicas" not in spec and rendered.one("HorizontalPodAutoscaler")["spec"]["minReplicas"] >= 2
+    else:
+        assert spec["replicas"] == rendered.values.get("replicaCount", 2) >= 2
+    assert spec["strategy"] == rendered.values.get(
+        "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
     pod = spec["template"]["spec"]
     selector = spec["selector"]["matchLabels"]
     pdb = rendered.maybe("PodDisruptionBudget")
@@ -62,12 +70,14 @@ def test_high_availability(rendered, value_set):
     assert pdb["spec"]["maxUnavailable"] in (1, "50%")
     assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
     spread = {c["topologyKey"]: c for c in pod["topologySpreadConstraints"]}
-    assert spread["kubernetes.io/hostname"]["whenUnsatisfiable"] == "DoNotSchedule"
-    assert spread["topology.kubernetes.io/zone"]["whenUnsatisfiable"] == "ScheduleAnyway"
     for constraint in spread.values():
         assert constraint["labelSelector"]["matchLabels"] == selector
-        assert constraint["nodeTaintsPolicy"] == "Honor"  # tainted GPU nodes do not count as empty domains
-        assert constraint["matchLabelKeys"] == ["pod-template-hash"]
+    if not rendered.values.get("topologySpreadConstraints"):  # the chart's own (test_escape_hatches: the user's)
+        assert spread["kubernetes.io/hostname"]["whenUnsatisfiable"] == "DoNotSchedule"
+        assert spread["topology.kubernetes.io/zone"]["whenUnsatisfiable"] == "ScheduleAnyway"
+        for constraint in spread.values():
+            assert constraint["nodeTaintsPolicy"] == "Honor"  # tainted GPU nodes do not count as empty domains
+            assert constraint["matchLabelKeys"] == ["pod-template-hash"]
     priority = pod["priorityClassName"]
     if value_set == "extras-on":
         assert priority == "system-cluster-critical" and rendered.all("PriorityClass") == []

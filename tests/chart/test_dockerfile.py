@@ -85,17 +85,22 @@ def test_built_on_python_3_11_and_run_on_its_slim_image():
     assert roots[-1] == "python:3.11-slim-bookworm"
 
 
-def test_dependencies_come_from_the_project_metadata_in_the_build_stage():
+def test_dependencies_come_from_the_hash_pinned_lock_then_the_project_in_the_build_stage():
     stages = _stages()
     runs = [(i, args) for i, s in enumerate(stages) for k, args in s["steps"] if k == "RUN"]
     installs = [(i, args) for i, args in runs if "pip install" in args]
     assert len(installs) == 1
     stage, command = installs[0]
     assert stage < len(stages) - 1, "pip install runs in a build stage, not in the final image"
-    words = shlex.split(command.split("&&")[0])
-    assert words[:2] == ["pip", "install"] and words[-1] == "." and "--no-cache-dir" in words
-    assert not any(w.startswith("-r") or w.endswith(".txt") for w in words)  # no requirements file
+    steps = [shlex.split(part) for part in command.split("&&") if "pip install" in part]
+    assert len(steps) == 2
+    locked, project = steps
+    # every dependency from the lock, each file checked against its hash; nothing resolved beside it
+    assert locked[:2] == ["pip", "install"] and {"--require-hashes", "--no-deps", "--no-cache-dir"} <= set(locked)
+    assert locked[locked.index("-r") + 1] == "requirements.lock"
+    assert project[:2] == ["pip", "install"] and project[-1] == "." and "--no-deps" in project
     copies = [args for k, args in stages[stage]["steps"] if k == "COPY"]
+    assert any("requirements.lock" in c for c in copies)
     assert any("pyproject.toml" in c for c in copies) and any(c.startswith("webhook") for c in copies)
 
 
@@ -166,7 +171,7 @@ def test_build_context_holds_exactly_what_pip_install_needs():
     patterns = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()
                 if line.strip() and not line.startswith("#")]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    needed = ["pyproject.toml", project["readme"], "webhook/__init__.py", "webhook/config/default.yaml",
+    needed = ["pyproject.toml", "requirements.lock", project["readme"], "webhook/__init__.py", "webhook/config/default.yaml",
               "webhook/server/gunicorn_conf.py", "webhook/server/wsgi.py"]
     for path in needed:
         assert (REPO / path).exists(), path

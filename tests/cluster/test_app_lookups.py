@@ -64,3 +64,56 @@ def test_lookups_on_without_a_cluster_refuse_to_start(tmp_path, monkeypatch):
     _policy(path, LOOKUPS_ON)
     with pytest.raises(ClusterConfigError):
         create_app(Settings(policy_path=path))
+
+
+def _sample(app, name: str, **labels) -> float | None:
+    metrics = runtime(app).metrics
+    metrics.flush()
+    return metrics.registry.get_sample_value(name, labels)
+
+
+def test_lookup_requests_errors_and_health_are_metrics(tmp_path, monkeypatch, kubeconfig, fake_api):
+    """What the alerts and the dashboard read of the lookups: list/watch/GET counts, errors, synced and up."""
+    fake_api.load(seed_text("dra-manifests.yaml"))
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    path = tmp_path / "policy.yaml"
+    _policy(path, LOOKUPS_ON)
+    app = create_app(Settings(policy_path=path))
+    resolver = runtime(app).admission.resolver
+    try:
+        assert resolver.wait_synced(10)
+        kind = "resourceclaimtemplates"
+        eventually(lambda: _sample(app, "gpu_admission_lookup_requests_total", kind=kind, verb="watch") == 1.0)
+        assert _sample(app, "gpu_admission_lookup_requests_total", kind=kind, verb="list") == 1.0
+        assert _sample(app, "gpu_admission_lookup_synced", kind=kind) == 1.0
+        assert _sample(app, "gpu_admission_lookup_up", kind=kind) == 1.0
+        assert _sample(app, "gpu_admission_lookup_objects", kind=kind) == 1.0
+        assert resolver.resource_claim_template("ai-workloads", "single-large-gpu").found
+        assert _sample(app, "gpu_admission_lookup_cache_total", kind=kind, result="hit") == 1.0
+        assert _sample(app, "gpu_admission_lookup_requests_total", kind=kind, verb="get") in (None, 0.0)
+
+        fake_api.fail(500, resource="resourceclaimtemplates", verb="get")
+        assert not resolver.resource_claim_template("ai-workloads", "absent").found  # a miss costs one GET
+        assert _sample(app, "gpu_admission_lookup_cache_total", kind=kind, result="miss") == 1.0
+        assert _sample(app, "gpu_admission_lookup_requests_total", kind=kind, verb="get") == 1.0
+        assert _sample(app, "gpu_admission_lookup_errors_total", kind=kind, verb="get") == 1.0
+        # counted once: a second flush adds nothing
+        assert _sample(app, "gpu_admission_lookup_requests_total", kind=kind, verb="get") == 1.0
+    finally:
+        resolver.close()
+
+
+def test_a_failing_list_shows_as_errors_and_a_lookup_down(tmp_path, monkeypatch, kubeconfig, fake_api):
+    fake_api.fail(403, resource="deviceclasses", verb="list")
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    path = tmp_path / "policy.yaml"
+    _policy(path, LOOKUPS_ON)
+    app = create_app(Settings(policy_path=path))
+    try:
+        eventually(lambda: (_sample(app, "gpu_admission_lookup_errors_total", kind="deviceclasses", verb="list")
+                            or 0) >= 1)
+        assert _sample(app, "gpu_admission_lookup_up", kind="deviceclasses") == 0.0
+        assert _sample(app, "gpu_admission_lookup_synced", kind="deviceclasses") == 0.0
+        eventually(lambda: _sample(app, "gpu_admission_lookup_up", kind="resourceclaims") == 1.0)  # the others serve
+    finally:
+        runtime(app).admission.resolver.close()

@@ -189,7 +189,7 @@ def test_apply_creates_then_updates_then_prunes(cluster, audit):
                "metadata": {"name": "kyverno-report", "namespace": "gpu-test3"}, "results": []}
     cluster.apply(foreign)
     rc, out, _ = audit("-o", "policyreport", "--apply")
-    assert rc == 1
+    assert rc == 0  # reports written: the findings are in them, not in the exit code
     assert "policyreport.wgpolicyk8s.io/gpu-admission -n gpu-test3 created" in out.splitlines()
     assert "clusterpolicyreport.wgpolicyk8s.io/gpu-admission created" in out.splitlines()
     first = {r["metadata"]["namespace"]: r for r in cluster.objects("policyreports")}
@@ -232,7 +232,7 @@ def test_apply_owner_reference_to_the_webhook(cluster, audit):
     webhook = cluster.apply({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
                              "metadata": {"name": "gpu-admission"}, "webhooks": []})
     rc, _, _ = audit("-o", "policyreport", "--apply", "--owner-webhook", "gpu-admission")
-    assert rc == 1
+    assert rc == 0
     for report in cluster.objects("policyreports") + cluster.objects("clusterpolicyreports"):
         assert report["metadata"]["ownerReferences"] == [{
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
@@ -263,6 +263,8 @@ def test_apply_to_a_cluster_without_the_crds_writes_nothing(cluster, audit, outp
     pytest.param(["--apply"], "--apply and --owner-webhook go with --output policyreport or openreports",
                  id="apply-needs-reports"),
     pytest.param(["-o", "policyreport", "--owner-webhook", "x"], "--owner-webhook goes with --apply", id="owner"),
+    pytest.param(["-o", "policyreport", "--fail-on-findings"], "--fail-on-findings goes with --apply",
+                 id="fail-on-findings-needs-apply"),
     pytest.param(["--chunk-size", "0"], "must be positive", id="chunk-size"),
     pytest.param(["--context", "nope"], "context", id="unknown-context"),
     pytest.param(["-o", "policyreport", "--apply", "--owner-webhook", "missing"],
@@ -368,7 +370,7 @@ def test_openreports_apply_creates_updates_and_prunes(cluster, audit):
     cluster.apply({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
                    "metadata": {"name": "gpu-admission"}, "webhooks": []})
     rc, out, err = audit("-o", "openreports", "--apply", "--owner-webhook", "gpu-admission")
-    assert rc == 1, err
+    assert rc == 0, err  # the reports were written: findings are in them
     assert "report.openreports.io/gpu-admission -n ai-workloads created" in out.splitlines()
     assert "clusterreport.openreports.io/gpu-admission created" in out.splitlines()
     reports = {r["metadata"]["namespace"]: r for r in cluster.objects("reports")}
@@ -426,3 +428,36 @@ def test_audit_fail_on_warn(cluster, audit, tmp_path):
     assert audit()[0] == 0
     assert audit("--fail-on-warn")[0] == 1
     assert audit("--fail-on-warn", "--set", "rules.shared-claim=off")[0] == 0
+@pytest.mark.parametrize("values, findings, rc", [
+    pytest.param({}, True, 0, id="findings-reports-written"),
+    pytest.param({}, False, 0, id="no-findings"),
+    pytest.param({"failOnFindings": True}, True, 1, id="fail-on-findings"),
+    pytest.param({"failOnFindings": True}, False, 0, id="fail-on-findings-nothing-found"),
+])
+def test_the_charts_cronjob_command_exits_0_once_reports_are_written(fake_api, kubeconfig, tmp_path, monkeypatch,
+                                                                    capsys, values, findings, rc):
+    """The CronJob's own command and arguments, as the chart renders them, against the fake apiserver: a Job
+    that wrote its reports succeeds (a failed Job would fire KubeJobFailed every run), unless asked otherwise."""
+    from tests.chart.conftest import render_values
+
+    rendered = [doc for path, text in render_values({"audit": {"enabled": True, **values}}).items()
+                if not path.endswith("NOTES.txt") for doc in yaml.safe_load_all(text) if doc]
+    container = next(o for o in rendered if o["kind"] == "CronJob")["spec"]["jobTemplate"]["spec"]["template"][
+        "spec"]["containers"][0]
+    policy = next(o for o in rendered if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-policy"))
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(policy["data"]["policy.yaml"])
+    args = list(container["args"])
+    args[args.index("--base") + 1] = str(policy_file)  # the mounted ConfigMap, here a file
+    assert container["command"] == ["gpu-admission"]
+    fake_api.apply({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                    "metadata": {"name": args[args.index("--owner-webhook") + 1]}, "webhooks": []})
+    fake_api.load((SEED / "dra-manifests.yaml").read_text(encoding="utf-8"), namespace="default")
+    fake_api.load(BOTH if findings else BOTH.replace("          nvidia.com/gpu: 1\n", "          cpu: 1\n"),
+                  namespace="default")
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))  # in the pod: the in-cluster service account
+    assert main(args) == rc
+    out, err = capsys.readouterr()
+    assert "policyreport.wgpolicyk8s.io/gpu-admission -n ai-workloads created" in out.splitlines()
+    report = next(r for r in fake_api.objects("policyreports") if r["metadata"]["namespace"] == "ai-workloads")
+    assert report["summary"]["fail"] == (1 if findings else 0), report["summary"]

@@ -64,9 +64,9 @@ def test_metrics_count_requests_by_endpoint_kind_and_result(make_app):
     assert response.status_code == 200
     assert response.content_type.startswith("text/plain")
     text = response.get_data(as_text=True)
-    assert 'gpu_admission_requests_total{endpoint="validate",kind="Pod",result="denied"} 1.0' in text
-    assert 'gpu_admission_requests_total{endpoint="mutate",kind="Pod",result="allowed"} 1.0' in text
-    assert 'gpu_admission_requests_total{endpoint="validate",kind="other",result="invalid"} 1.0' in text
+    assert 'gpu_admission_requests_total{dry_run="false",endpoint="validate",kind="Pod",operation="CREATE",result="denied"} 1.0' in text
+    assert 'gpu_admission_requests_total{dry_run="false",endpoint="mutate",kind="Pod",operation="CREATE",result="allowed"} 1.0' in text
+    assert 'gpu_admission_requests_total{dry_run="false",endpoint="validate",kind="other",operation="other",result="invalid"} 1.0' in text
     assert 'gpu_admission_rule_results_total{action="enforce",outcome="denied",rule="visible-devices-override"} 1.0' in text
     assert 'gpu_admission_rule_results_total{action="warn",outcome="patched",rule="default-runtime-class"} 1.0' in text
     # mutations applied silently (enforce) are counted too

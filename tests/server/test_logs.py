@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-from webhook.server.logs import JsonFormatter, logging_config
+from webhook import settings
+from webhook.server import logs
+from webhook.server.logs import JsonFormatter, TextFormatter, logging_config
 
 SECRET = "tok-9f8e7d6c5b4a"
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "leaky", "namespace": "ml",
@@ -20,8 +22,8 @@ POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "leaky", "namespa
                                 "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
 
 
-def _record(msg="hello", fields=None, exc_info=None):
-    record = logging.LogRecord("gpu_admission.x", logging.INFO, __file__, 1, msg, None, exc_info)
+def _record(msg="hello", fields=None, exc_info=None, level=logging.INFO):
+    record = logging.LogRecord("gpu_admission.x", level, __file__, 1, msg, None, exc_info)
     if fields is not None:
         record.fields = fields
     return record
@@ -67,3 +69,83 @@ def test_decision_logs_carry_no_values(apiserver_for, caplog, overrides):
     assert any(v["rule"] == "visible-devices-override" for d in decisions for v in d.get("violations", []))
     assert not any(SECRET in line for line in lines)
     assert not any(SECRET in m for m in [result.validate.message, *result.warnings])  # nor the answers
+
+
+@pytest.mark.parametrize("level, name, severity", [
+    pytest.param(logging.DEBUG, "debug", "DEBUG", id="debug"),
+    pytest.param(logging.INFO, "info", "INFO", id="info"),
+    pytest.param(logging.WARNING, "warn", "WARNING", id="warn"),
+    pytest.param(logging.ERROR, "error", "ERROR", id="error"),
+    pytest.param(logging.CRITICAL, "error", "CRITICAL", id="critical"),
+    pytest.param(logging.INFO + 5, "info", "INFO", id="in-between"),
+])
+def test_levels_are_named_ours_and_severity_as_log_collectors_read_it(level, name, severity):
+    parsed = json.loads(JsonFormatter().format(_record(level=level)))
+    assert (parsed["level"], parsed["severity"]) == (name, severity)
+    assert TextFormatter().format(_record(level=level)).split()[1] == name
+
+
+def test_a_field_cannot_hide_the_lines_own_keys():
+    parsed = json.loads(JsonFormatter().format(_record(fields={"severity": "DEBUG", "level": "x", "event": "e"})))
+    assert (parsed["severity"], parsed["level"], parsed["event"]) == ("INFO", "info", "e")
+
+
+def test_names_and_values_are_capped():
+    huge = "n" * 10_000
+    fields = {"name": huge, "k" * 500: "v", "items": list(range(1000)), "nested": {"a": {"b": {"c": {"d": {"e": 1}}}}}}
+    line = JsonFormatter().format(_record(msg="m" * 10_000, fields=fields))
+    parsed = json.loads(line)
+    assert len(parsed["name"]) == logs.VALUE_MAX and parsed["name"].endswith(logs.TRUNCATED)
+    assert len(parsed["message"]) == logs.MESSAGE_MAX
+    assert max(len(k) for k in parsed) == logs.NAME_MAX
+    assert len(parsed["items"]) == logs.ITEMS_MAX + 1 and parsed["items"][-1] == f"{logs.TRUNCATED} 950 more"
+    assert isinstance(parsed["nested"]["a"]["b"]["c"], str)  # deeper than DEPTH_MAX: flattened to a string
+    assert len(line) < 4 * logs.VALUE_MAX + logs.MESSAGE_MAX + logs.ITEMS_MAX * 8 + 500
+    text = TextFormatter().format(_record(msg="m" * 10_000, fields=fields))
+    assert len(text) < len(line) + 200 and "\n" not in text
+
+
+def test_short_values_are_untouched():
+    fields = {"name": "trainer-7f", "errors": ["a", "b"], "count": 3}
+    assert json.loads(JsonFormatter().format(_record(fields=fields))).items() >= fields.items()
+
+
+@pytest.mark.parametrize("fields, expected", [
+    pytest.param({"event": "started", "tls": True}, "event=started tls=true", id="plain"),
+    pytest.param({"error": 'two words "quoted"'}, 'error="two words \\"quoted\\""', id="quoted"),
+    pytest.param({"path": "a\nb"}, 'path="a\\nb"', id="control-character"),
+    pytest.param({"errors": ["x", "y"]}, 'errors=["x","y"]', id="list"),
+])
+def test_text_format_is_one_line_of_key_values(fields, expected):
+    line = TextFormatter().format(_record("webhook\nready", fields=fields))
+    assert "\n" not in line
+    assert line.split()[1:3] == ["info", "gpu_admission.x:"]
+    assert line.endswith(" webhook\\nready " + expected)
+
+
+@pytest.mark.parametrize("log_format, formatter", [pytest.param("json", JsonFormatter, id="json"),
+                                                   pytest.param("text", TextFormatter, id="text")])
+def test_logging_config_uses_the_chosen_format(log_format, formatter):
+    config = logging_config("warn", log_format)
+    assert config["formatters"][config["handlers"]["stderr"]["formatter"]]["()"] is formatter
+    assert config["loggers"]["gpu_admission"]["level"] == "WARNING"
+
+
+@pytest.mark.parametrize("env, level, log_format", [
+    pytest.param({}, "info", "json", id="defaults"),
+    pytest.param({settings.ENV_LOG_LEVEL: "warn", settings.ENV_LOG_FORMAT: "text"}, "warn", "text", id="ours"),
+    pytest.param({settings.ENV_LOG_LEVEL: "WARNING"}, "warn", "json", id="python-name"),
+    pytest.param({settings.ENV_LOG_LEVEL: "critical"}, "error", "json", id="critical-is-error"),
+])
+def test_log_settings_from_the_environment(env, level, log_format):
+    got = settings.Settings.from_env(env)
+    assert (got.log_level, got.log_format) == (level, log_format)
+
+
+@pytest.mark.parametrize("env, message", [
+    pytest.param({settings.ENV_LOG_FORMAT: "xml"}, "GPU_ADMISSION_LOG_FORMAT must be one of json, text", id="format"),
+    pytest.param({settings.ENV_LOG_LEVEL: "verbose"}, "GPU_ADMISSION_LOG_LEVEL must be one of", id="level"),
+])
+def test_bad_log_settings_are_refused_by_name(env, message):
+    with pytest.raises(settings.SettingsError, match=message):
+        settings.Settings.from_env(env)

@@ -144,4 +144,4 @@ def test_an_evaluation_that_raises_is_answered_per_the_failure_mode(
     assert error["where"][-1].startswith("test_modes.py:") or "_broken_rule" in error["where"][-1]
     assert "boom" not in str(error)  # the exception's text may quote the object; it is not logged
     metrics = app.test_client().get("/metrics").get_data(as_text=True)
-    assert f'gpu_admission_requests_total{{endpoint="{path[1:]}",kind="Pod",result="error"}} 1.0' in metrics
+    assert f'gpu_admission_requests_total{{dry_run="false",endpoint="{path[1:]}",kind="Pod",operation="CREATE",result="error"}} 1.0' in metrics

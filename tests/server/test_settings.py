@@ -157,7 +157,7 @@ def test_a_worker_counts_its_last_requests_when_it_exits(tmp_path, metrics_env):
     app = create_app(Settings())
     metrics = runtime(app).metrics
     metrics.observe_request("validate", "Pod", "allowed", 0.0004)
-    labels = {"endpoint": "validate", "kind": "Pod", "result": "allowed"}
+    labels = {"endpoint": "validate", "kind": "Pod", "result": "allowed", "operation": "other", "dry_run": "false"}
     assert metrics.registry.get_sample_value("gpu_admission_requests_total", labels) is None  # tallied only
     options(Settings())["worker_exit"](None, SimpleNamespace(wsgi=app))
     assert metrics.registry.get_sample_value("gpu_admission_requests_total", labels) == 1.0

@@ -32,7 +32,8 @@ def register(sub) -> None:
         "reported for what the validating rules say of them as they run. Kinds that cannot be listed are "
         "reported and the rest goes on. Exit 0: nothing would be denied; 1: something would (or, with "
         "--fail-on-warn, something was warned about); 2: usage or configuration errors, nothing could be "
-        "listed, or --apply failed.")
+        "listed, or --apply failed. With --apply, writing the reports is the job: exit 0 once they are "
+        "written, findings or not, unless --fail-on-findings.")
     p.add_argument("--namespace", "-n", action="append", default=[], metavar="NS",
                    help="audit this namespace (repeatable; default: all namespaces)")
     p.add_argument("--output", "-o", choices=("table", "json", "policyreport", "openreports", "sarif", "junit",
@@ -45,6 +46,8 @@ def register(sub) -> None:
     p.add_argument("--owner-webhook", metavar="NAME",
                    help="with --apply: make the ValidatingWebhookConfiguration NAME own the reports, so that "
                    "uninstalling the webhook removes them")
+    p.add_argument("--fail-on-findings", action="store_true",
+                   help="with --apply: exit 1 when something would be denied, even though the reports were written")
     add_policy_options(p)
     add_ci_options(p)
     p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
@@ -115,6 +118,9 @@ def run(args) -> int:
     if args.owner_webhook and not args.apply:
         _error("--owner-webhook goes with --apply")
         return EXIT_ERROR
+    if args.fail_on_findings and not args.apply:
+        _error("--fail-on-findings goes with --apply (without it, findings always exit 1)")
+        return EXIT_ERROR
     if args.chunk_size < 1 or args.request_timeout <= 0:
         _error("--chunk-size and --request-timeout must be positive")
         return EXIT_ERROR
@@ -161,6 +167,8 @@ def run(args) -> int:
                             input_errors=[f"cannot list {f.where}: {f.reason}" for f in listing.failures])
         elif not _policy_reports(args, client, audited, listing, namespaces):
             return EXIT_ERROR
+        elif args.apply and not args.fail_on_findings:
+            return EXIT_OK  # a CronJob that writes reports succeeds when they are written
         return status
     finally:
         progress.finish()

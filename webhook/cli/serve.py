@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from webhook.config import ConfigError, load_policy
-from webhook.settings import FAILURE_MODES, LOG_LEVELS, Settings, SettingsError
+from webhook.settings import FAILURE_MODES, LOG_FORMATS, LOG_LEVEL_ALIASES, LOG_LEVELS, Settings, SettingsError
 
 EXAMPLE_POD = {
     "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cuda"},
@@ -33,7 +33,10 @@ def register(subparsers) -> None:
     p.add_argument("--key", type=Path, help="its private key (PEM)")
     p.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default: 1)")
     p.add_argument("--threads", type=int, default=4, help="threads per worker (default: 4)")
-    p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+    p.add_argument("--log-level", choices=LOG_LEVELS + tuple(LOG_LEVEL_ALIASES), default="info",
+                   help="debug, info, warn or error (default: info)")
+    p.add_argument("--log-format", choices=LOG_FORMATS, default="json",
+                   help="json: one object a line, with `severity` for log collectors (default); text: one readable line")
     p.add_argument("--on-error", choices=FAILURE_MODES, default="allow",
                    help="what a request gets when evaluating it fails internally (default: allow, with a warning)")
     p.set_defaults(func=run)
@@ -61,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = Settings(policy_path=args.policy, tls_cert=args.cert, tls_key=args.key, bind=args.bind,
                             workers=args.workers, threads=args.threads, log_level=args.log_level,
+                            log_format=args.log_format,
                             failure_mode=args.on_error)
     except SettingsError as exc:
         return _fail(str(exc))

@@ -93,6 +93,7 @@ class KindStats:
     misses: int
     errors: int
     informer: InformerStats
+    gets: int = 0  # GETs sent for names the cache did not hold
 
 
 class _Slot:
@@ -100,16 +101,18 @@ class _Slot:
         self.kind = kind
         self.informer = informer
         self._lock = threading.Lock()
-        self.hits = self.misses = self.errors = 0
+        self.hits = self.misses = self.errors = self.gets = 0
 
-    def count(self, *, hit: bool = False, miss: bool = False, error: bool = False) -> None:
+    def count(self, *, hit: bool = False, miss: bool = False, error: bool = False, get: bool = False) -> None:
         with self._lock:
             self.hits += hit
             self.misses += miss
             self.errors += error
+            self.gets += get
 
     def stats(self) -> KindStats:
-        return KindStats(self.kind.resource.plural, self.hits, self.misses, self.errors, self.informer.stats())
+        return KindStats(self.kind.resource.plural, self.hits, self.misses, self.errors, self.informer.stats(),
+                         self.gets)
 
 
 class ClusterResolver:
@@ -232,8 +235,12 @@ class ClusterResolver:
                 return _NOT_FOUND
             self._absent.pop(key, None)
         resource = slot.kind.resource
-        found = self._fetch(slot, lambda: slot.kind.transform(
-            apiserver.get(self._api, resource, namespace, name, timeout=self._timeout)))
+
+        def get() -> Any:
+            slot.count(get=True)
+            return slot.kind.transform(apiserver.get(self._api, resource, namespace, name, timeout=self._timeout))
+
+        found = self._fetch(slot, get)
         if found is _NOT_FOUND:
             if len(self._absent) >= _MAX_ABSENT:
                 self._absent.clear()  # a crude bound: names of absent objects come from requests

@@ -39,6 +39,8 @@ class InformerStats:
     watches: int
     errors: int
     last_error: str | None
+    list_errors: int = 0
+    watch_errors: int = 0
 
 
 def object_key(obj: dict) -> Key:
@@ -64,6 +66,8 @@ class Informer:
         self.lists = 0
         self.watches = 0
         self.errors = 0
+        self.list_errors = 0  # errors of a list, and of a watch (together: errors)
+        self.watch_errors = 0
         self.last_error: ApiError | None = None
 
     def get(self, key: Key) -> Any:
@@ -76,7 +80,8 @@ class Informer:
     def stats(self) -> InformerStats:
         err = self.last_error
         return InformerStats(self.synced.is_set(), len(self._store), self.resource_version, self.lists,
-                             self.watches, self.errors, err.describe() if err else None)
+                             self.watches, self.errors, err.describe() if err else None, self.list_errors,
+                             self.watch_errors)
 
     def start(self) -> None:
         if self._thread is None:
@@ -112,6 +117,10 @@ class Informer:
                     attempt = 1
                     continue
                 self.errors += 1
+                if must_list:  # still set: the list failed, not the watch after it
+                    self.list_errors += 1
+                else:
+                    self.watch_errors += 1
                 self.last_error = err
                 must_list = must_list or err.gone or not isinstance(exc, ApiError)
                 self._stop.wait(self._settings.backoff.delay(attempt, self._rng))

@@ -22,7 +22,7 @@ from webhook.config import ConfigError
 from webhook.lookups.base import Resolver
 from webhook.lookups.kubeconfig import ClusterConfigError
 from webhook.server import tls
-from webhook.server.logs import LOGGER, logging_config
+from webhook.server.logs import LOGGER, logging_config, python_level
 from webhook.server.reload import Watcher
 from webhook.settings import ENV_METRICS_DIR, Settings
 
@@ -115,8 +115,8 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
         "timeout": 30,
         # The root filesystem is read-only; the heartbeat files go to memory.
         "worker_tmp_dir": "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir(),
-        "loglevel": settings.log_level,
-        "logconfig_dict": logging_config(settings.log_level),
+        "loglevel": python_level(settings.log_level).lower(),
+        "logconfig_dict": logging_config(settings.log_level, settings.log_format),
         "errorlog": "-",
         "accesslog": None,
         "logger_class": Logger,

@@ -75,6 +75,85 @@ app.kubernetes.io/component: webhook
 {{- end -}}
 {{- end -}}
 
+{{/* The port the server binds: on the host network, the node port chosen for it. */}}
+{{- define "gpu-admission.serverPort" -}}
+{{- if .Values.hostNetwork.enabled -}}{{ int .Values.hostNetwork.port }}{{- else -}}{{ int .Values.server.port }}{{- end -}}
+{{- end -}}
+
+{{- define "gpu-admission.dnsPolicy" -}}
+{{- if .Values.dnsPolicy -}}
+{{- .Values.dnsPolicy -}}
+{{- else if .Values.hostNetwork.enabled -}}
+ClusterFirstWithHostNet
+{{- end -}}
+{{- end -}}
+
+{{/* The pod and container securityContexts: the chart's, with podSecurityContext and
+containerSecurityContext merged over them. */}}
+{{- define "gpu-admission.podSecurityContext" -}}
+{{- $sc := dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault") -}}
+{{- range $key := list "runAsUser" "runAsGroup" "fsGroup" -}}
+{{- $id := index $.Values.securityContext $key -}}
+{{- if not (kindIs "invalid" $id) -}}
+{{- $_ := set $sc $key (int $id) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (mustMergeOverwrite $sc (deepCopy .Values.podSecurityContext)) -}}
+{{- end -}}
+
+{{- define "gpu-admission.containerSecurityContext" -}}
+{{- $sc := dict "allowPrivilegeEscalation" false "privileged" false "readOnlyRootFilesystem" true "runAsNonRoot" true
+  "capabilities" (dict "drop" (list "ALL")) "seccompProfile" (dict "type" "RuntimeDefault") -}}
+{{- toYaml (mustMergeOverwrite $sc (deepCopy .Values.containerSecurityContext)) -}}
+{{- end -}}
+
+{{/*
+Findings of checkov (a scanner of rendered manifests) that this chart means, stated on the objects with
+their reasons (checkov.io/skipN annotations), so that a scan lists them as skipped instead of failing.
+Arguments: root, pod ("webhook" or "audit"). A finding goes away, and its annotation with it, once the
+value that causes it is set (image.digest, networkPolicy.enabled, no lookups).
+*/}}
+{{- define "gpu-admission.checkovSkips" -}}
+{{- $root := .root -}}
+{{- $cpu := "CKV_K8S_11=no CPU limit on purpose: CFS throttling would add latency to every admission call; the CPU request reserves what the webhook needs" -}}
+{{- if eq .pod "audit" -}}
+{{- $cpu = "CKV_K8S_11=no CPU limit on purpose: a limit would only slow the batch audit down; its CPU request reserves what it needs, and its memory is limited" -}}
+{{- end -}}
+{{- $skips := list $cpu
+  "CKV_K8S_15=pullPolicy IfNotPresent: the image is pinned by a version tag or image.digest, so Always would only add a registry round trip to every start" -}}
+{{- if not $root.Values.image.digest -}}
+{{- $skips = append $skips "CKV_K8S_43=image.digest is empty: the image is pinned by its version tag; set image.digest to pin it by digest" -}}
+{{- end -}}
+{{- if and (eq .pod "webhook") (not $root.Values.networkPolicy.enabled) -}}
+{{- $skips = append $skips "CKV2_K8S_6=the NetworkPolicy is left to the user (networkPolicy.enabled): the apiserver's source addresses differ per cluster" -}}
+{{- end -}}
+{{- if kindIs "invalid" (index $root.Values.securityContext "runAsUser") -}}
+{{- $skips = append $skips "CKV_K8S_40=securityContext.runAsUser is null: the platform assigns the user (OpenShift's restricted SCC picks one from the namespace's high range); runAsNonRoot still holds" -}}
+{{- end -}}
+{{- if and (eq .pod "webhook") $root.Values.hostNetwork.enabled -}}
+{{- $skips = append $skips "CKV_K8S_19=hostNetwork.enabled: the control plane cannot reach pod IPs here (custom CNI, Hybrid Nodes without a routable pod CIDR)" -}}
+{{- $skips = append $skips "CKV_K8S_26=hostNetwork.enabled: the hostPort is declared so that the scheduler never puts two replicas on one node's port" -}}
+{{- end -}}
+{{- if or (eq .pod "audit") (include "gpu-admission.anyLookup" $root) -}}
+{{- $skips = append $skips "CKV_K8S_38=the service account token is mounted because the pod reads the cluster (the audit, or the lookups enabled); RBAC grants only that" -}}
+{{- end -}}
+{{- range $i, $skip := $skips }}
+checkov.io/skip{{ add1 $i }}: {{ $skip | quote }}
+{{- end -}}
+{{- end -}}
+
+{{/* The label matchers that pick this release's series (PrometheusRule). */}}
+{{- define "gpu-admission.metricSelector" -}}
+{{- default (printf "job=\"%s\",namespace=\"%s\"" (include "gpu-admission.fullname" .) .Release.Namespace) .Values.prometheusRule.selector -}}
+{{- end -}}
+
+{{- define "gpu-admission.alertLabels" -}}
+severity: {{ .severity }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
 {{/* The DNS name the apiserver verifies the serving certificate against. */}}
 {{- define "gpu-admission.serviceHost" -}}
 {{- printf "%s.%s.svc" (include "gpu-admission.fullname" .) .Release.Namespace -}}
@@ -212,44 +291,83 @@ as the server's loader would refuse it at start. */ -}}
 {{- $out | uniq | sortAlpha | toJson -}}
 {{- end -}}
 
-{{- define "gpu-admission.namespaceSelector" -}}
+{{/* namespaceSelector: the exempt namespaces left out by name, and webhooks.namespaceSelector required too;
+objectSelector: webhooks.objectSelector. */}}
+{{- define "gpu-admission.selectors" -}}
+{{- $user := default dict .Values.webhooks.namespaceSelector -}}
 namespaceSelector:
+  {{- with $user.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
       values: {{ include "gpu-admission.excludedNamespacesJson" . }}
+    {{- with $user.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- with .Values.webhooks.objectSelector }}
+objectSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{/* ---------------------------------------------------------------- certificates */}}
 
 {{/*
-The chart-generated CA and serving certificate, as JSON {crt, key, ca} (base64). Generated once per
-render (memoised on the root context, so the Secret and both webhook configurations agree) and taken
-from the existing Secret when there is one, so upgrades keep the same certificate.
+The chart-generated CA and serving certificate, as JSON {crt, key, ca, notAfter} (base64, and the serving
+certificate's expiry in RFC 3339). Decided once per render (memoised on the root context, so the Secret and
+both webhook configurations agree) from the existing Secret, which `lookup` reads on install and upgrade.
 */}}
 {{- define "gpu-admission.generatedTLS" -}}
 {{- if not (hasKey $ "gpuAdmissionGeneratedTLS") -}}
-{{- $name := include "gpu-admission.tlsSecretName" $ -}}
-{{- $existing := lookup "v1" "Secret" $.Release.Namespace $name -}}
+{{- $existing := lookup "v1" "Secret" $.Release.Namespace (include "gpu-admission.tlsSecretName" $) -}}
+{{- $g := $.Values.certificates.generate -}}
+{{- $tls := include "gpu-admission.tlsFor" (dict "existing" $existing "now" now "days" $g.validityDays
+  "renewBeforeDays" $g.renewBeforeDays "service" (include "gpu-admission.fullname" $) "namespace" $.Release.Namespace) -}}
+{{- $_ := set $ "gpuAdmissionGeneratedTLS" ($tls | fromJson) -}}
+{{- end -}}
+{{- get $ "gpuAdmissionGeneratedTLS" | toJson -}}
+{{- end -}}
+
+{{/*
+Keep or rotate. Arguments: existing (the Secret as the API returns it, or empty), now, days (validity),
+renewBeforeDays, service, namespace. The existing pair is kept while its serving certificate (the Secret's
+gpu-admission.io/not-after annotation) is valid for more than renewBeforeDays; otherwise, or when that is
+unknown, a new CA and certificate are made, and the caBundle trusts the new CA and the previous one: pods
+still serving the old certificate until their Secret volume updates keep being trusted.
+*/}}
+{{- define "gpu-admission.tlsFor" -}}
+{{- $existing := default dict .existing -}}
 {{- $crt := dig "data" "tls.crt" "" $existing -}}
 {{- $key := dig "data" "tls.key" "" $existing -}}
 {{- $ca := dig "data" "ca.crt" "" $existing -}}
-{{- $tls := dict -}}
-{{- if and $crt $key $ca -}}
-{{- $tls = dict "crt" $crt "key" $key "ca" $ca -}}
+{{- $notAfter := dig "metadata" "annotations" "gpu-admission.io/not-after" "" $existing -}}
+{{- $left := -1 -}}
+{{- if $notAfter -}}
+{{- $expiry := toDate "2006-01-02T15:04:05Z07:00" $notAfter -}}
+{{- $left = sub (int64 (unixEpoch $expiry)) (int64 (unixEpoch .now)) -}}
+{{- end -}}
+{{- $renew := mul (int .renewBeforeDays) 86400 -}}
+{{- if and $crt $key $ca (or (eq (int .renewBeforeDays) 0) (gt (int64 $left) (int64 $renew))) -}}
+{{- dict "crt" $crt "key" $key "ca" $ca "notAfter" $notAfter "rotated" false | toJson -}}
 {{- else -}}
-{{- $days := int $.Values.certificates.generate.validityDays -}}
-{{- $svc := include "gpu-admission.fullname" $ -}}
-{{- $host := include "gpu-admission.serviceHost" $ -}}
+{{- $days := int .days -}}
+{{- $svc := .service -}}
+{{- $host := printf "%s.%s.svc" $svc .namespace -}}
 {{- /* ECDSA P-256 keys: as strong as RSA-3072 for TLS, and generated in milliseconds. */ -}}
 {{- $authority := genCAWithKey (printf "%s-ca" $svc) $days (genPrivateKey "ecdsa") -}}
-{{- $dns := list $svc (printf "%s.%s" $svc $.Release.Namespace) $host (printf "%s.cluster.local" $host) -}}
+{{- $dns := list $svc (printf "%s.%s" $svc .namespace) $host (printf "%s.cluster.local" $host) -}}
 {{- $cert := genSignedCertWithKey $host nil $dns $days $authority (genPrivateKey "ecdsa") -}}
-{{- $tls = dict "crt" ($cert.Cert | b64enc) "key" ($cert.Key | b64enc) "ca" ($authority.Cert | b64enc) -}}
+{{- $bundle := $authority.Cert -}}
+{{- $previous := regexFind "(?s)-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----" (b64dec $ca) -}}
+{{- if $previous -}}
+{{- $bundle = printf "%s\n%s\n" (trimSuffix "\n" $authority.Cert) $previous -}}
 {{- end -}}
-{{- $_ := set $ "gpuAdmissionGeneratedTLS" $tls -}}
+{{- $expires := dateInZone "2006-01-02T15:04:05Z" (.now | dateModify (printf "+%dh" (mul $days 24))) "UTC" -}}
+{{- dict "crt" ($cert.Cert | b64enc) "key" ($cert.Key | b64enc) "ca" ($bundle | b64enc) "notAfter" $expires "rotated" true | toJson -}}
 {{- end -}}
-{{- get $ "gpuAdmissionGeneratedTLS" | toJson -}}
 {{- end -}}
 
 {{/* clientConfig of a webhook: the Service, the path, and the CA unless cert-manager injects it. */}}
@@ -369,6 +487,9 @@ skipped for pods), update (the webhook sees UPDATEs), gpu (the object is a pod o
 {{- end -}}
 {{- if and .gpu $mc.skipNonGpuPods (not $lookups.namespaces) -}}
 {{- $out = append $out (dict "name" "skip-pods-no-rule-concerns" "expression" (include "gpu-admission.celGpuRelevant" .)) -}}
+{{- end -}}
+{{- range $mc.extra -}}
+{{- $out = append $out (dict "name" .name "expression" .expression) -}}
 {{- end -}}
 {{- if $out -}}
 matchConditions:

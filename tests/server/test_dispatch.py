@@ -110,7 +110,8 @@ def test_a_metadata_update_that_adds_a_device_annotation_is_evaluated(apiserver)
     assert apiserver.send("/validate", apiserver.review(benign, old=clean, operation="UPDATE")).allowed
 
 
-@pytest.mark.parametrize("namespace", ["kube-system", "gpu-system", "gpu-dra-system", "gpu-admission"])
+@pytest.mark.parametrize("namespace", ["kube-system", "gpu-system", "gpu-dra-system", "gpu-admission", "nvidia-device-plugin",
+                                       "gpu-operator", "dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu"])
 @pytest.mark.parametrize("path", ["/validate", "/mutate"])
 def test_exempt_namespaces_are_allowed_untouched(apiserver, namespace, path):
     pod = changed(BAD_POD, _meta(namespace=namespace))

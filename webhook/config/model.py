@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from webhook.objects.selectors import NON_GPU_DEVICE_TYPES, ClassSelectors
 from webhook.rules import Action, Rule
 
 DEVICE_PLUGIN = "device-plugin"
@@ -33,6 +34,7 @@ class DeviceClassInfo:
     device_type: str | None = None
     extended_resource_name: str | None = None
     legacy_fields: tuple[str, ...] = ()  # e.g. ("suitableNodes",): fields no 1.34+ cluster accepts
+    unknown: str | None = None  # why what the class selects cannot be told (its CEL selectors): unresolved
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +196,8 @@ class Policy:
     discriminating_labels: Mapping[str, Mapping[str, Cohort]] = field(init=False, repr=False, compare=False,
                                                                        default_factory=lambda: EMPTY)
     overridden_namespaces: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    # DeviceClass selectors evaluated for this policy's GPU drivers, each verdict cached by content
+    class_selectors: ClassSelectors = field(init=False, repr=False, compare=False, default=None)  # type: ignore[assignment]
 
     def __post_init__(self):
         by_key: dict[str, dict[str, Cohort]] = {}
@@ -207,6 +211,7 @@ class Policy:
         object.__setattr__(self, "label_cohorts", MappingProxyType(
             {k: MappingProxyType({v: frozenset(names) for v, names in vals.items()}) for k, vals in carrying.items()}))
         object.__setattr__(self, "discriminating_labels", MappingProxyType(telling))
+        object.__setattr__(self, "class_selectors", ClassSelectors(self.gpu_drivers))
         object.__setattr__(self, "overridden_namespaces",
                            frozenset(n for o in self.namespace_overrides for n in o.namespaces))
 
@@ -215,6 +220,10 @@ class Policy:
             if c.name == name:
                 return c
         return None
+
+    def selects_gpus(self, info: DeviceClassInfo | None) -> bool:
+        """The class gives GPUs (or MIG / VFIO slices of one): a GPU driver's device of a GPU type."""
+        return info is not None and info.driver in self.gpu_drivers and info.device_type not in NON_GPU_DEVICE_TYPES
 
     def is_exempt(self, namespace: str | None) -> bool:
         return bool(namespace) and (namespace in self.exempt_namespaces or namespace == self.service_namespace)

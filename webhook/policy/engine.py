@@ -228,7 +228,7 @@ def _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions) -
         findings += legacy_api.check_object(subject, obj, spec, None, policy)
         leaves = tuple(leaf for req in spec.requests for leaf in req.leaves()
                        if (info := context.device_class(leaf.device_class)) is not None
-                       and info.driver in policy.gpu_drivers)
+                       and policy.selects_gpus(info))
         cohort = claim_cohort(policy, namespace)
         if leaves or any(not r.has_shape for r in spec.requests):
             findings += _guarded(Rule.CLAIM_SHAPE, errors, policy, lambda: claim_shape.check_claim(
@@ -240,7 +240,7 @@ def _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions) -
             findings += _guarded(Rule.RESOURCE_NOT_OFFERED, errors, policy,
                                  lambda: resource_not_offered.check_claim(subject, leaves, cohort, context, policy))
     else:
-        info = device_class_info(obj) if kind == "DeviceClass" else None
+        info = device_class_info(obj, policy) if kind == "DeviceClass" else None
         findings += legacy_api.check_object(subject, obj, None, info, policy)
     return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted)), dry_run=dry_run,
                       cohort=cohort.name if cohort else None, errors=tuple(errors))

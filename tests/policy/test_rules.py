@@ -278,6 +278,10 @@ POLICIES = {
         "unresolved-claim": "enforce", "device-access-bypass": "audit", "visible-devices-override": "off",
         "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit"}),
     "variables": _policy(visibleDeviceVariables=["NVIDIA_VISIBLE_DEVICES"]),
+    # a second DRA cohort (its own allocation label value): node selection can admit two cohorts, neither a device plugin's
+    "two-dra": _policy(cohorts=[*yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))["cohorts"], {
+        "name": "dra-b", "mechanism": "dra", "nodeLabels": {**HYBRID, ALLOC: "dra-b"}, "driver": "gpu.nvidia.com",
+        "deviceTypes": ["gpu"]}]),
 }
 
 
@@ -406,12 +410,12 @@ case("cohort-mismatch-selector-and-affinity-name-two-cohorts",
      pod("confused", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "dra"},
                               affinity=required_affinity([(ALLOC, "In", ["device-plugin"])]))),
      ("cohort-mismatch", "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"), cohort=None)
-case("cohort-mismatch-affinity-in-two-cohorts",
+case("cohort-mismatch-affinity-in-two-cohorts-pass",
+     # one term admitting both cohorts excludes neither: the device plugin's cohort is still open to it
      workload("DaemonSet", "gpu-burn", pod_spec(
          container("burn", gpus={"nvidia.com/gpu": 1}),
          affinity=required_affinity([(ALLOC, "In", ["device-plugin", "dra"])]))),
-     ("cohort-mismatch", "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
-     cohort=None)
+     cohort="device-plugin")
 case("cohort-mismatch-selector-contradicts-cohort-labels",
      pod("cuda-smoke", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
                                 nodeSelector={ALLOC: "device-plugin", "eks.amazonaws.com/compute-type": "ec2"})),
@@ -426,6 +430,98 @@ case("cohort-mismatch-namespace-default-overruled-by-affinity-pass",
      pod("cuda-smoke", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
                                 affinity=required_affinity([(ALLOC, "NotIn", ["dra"])]))),
      policy="namespace-cohorts", cohort="device-plugin")
+
+# Class: required node affinity is an OR of terms (each ANDed with nodeSelector); a cohort is chosen only when
+# every term admits its nodes alone, and cohort-mismatch fires only when every term excludes the cohort of the
+# pod's mechanism. Each failing row sits beside its closest benign twin.
+INSTANCE = "node.kubernetes.io/instance-type"
+case("cohort-mismatch-terms-ored-dra-or-instance-type-device-plugin-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 8}), affinity=required_affinity(
+         [(ALLOC, "In", ["dra"])], [(INSTANCE, "In", ["p5.48xlarge"])]))), cohort="device-plugin")
+case("cohort-mismatch-terms-ored-every-term-dra-device-plugin-request",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 8}), affinity=required_affinity(
+         [(ALLOC, "In", ["dra"])], [(ALLOC, "In", ["dra"]), (INSTANCE, "In", ["p5.48xlarge"])]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-terms-ored-device-plugin-or-instance-type-dra-claim-pass",
+     workload("Job", "eval", pod_spec(container("eval", claims=["gpu"]), claims=[template_claim()],
+                                      affinity=required_affinity([(ALLOC, "In", ["device-plugin"])],
+                                                                 [(INSTANCE, "In", ["p5.48xlarge"])]))),
+     docs=[*SEED_CLASSES, SEED_TEMPLATE], cohort="dra")
+case("cohort-mismatch-terms-ored-every-term-device-plugin-dra-claim",
+     workload("Job", "eval", pod_spec(container("eval", claims=["gpu"]), claims=[template_claim()],
+                                      affinity=required_affinity([(ALLOC, "In", ["device-plugin"])],
+                                                                 [(ALLOC, "In", ["device-plugin"]),
+                                                                  (INSTANCE, "In", ["p5.48xlarge"])]))),
+     ("cohort-mismatch", "spec.template.spec.resourceClaims[0]"), docs=[*SEED_CLASSES, SEED_TEMPLATE], cohort="device-plugin")
+case("cohort-mismatch-terms-ored-node-selector-anded-with-each-term",
+     # nodeSelector dra ANDed with each term: the device-plugin term matches nothing, the other only dra nodes
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "dra"},
+                           affinity=required_affinity([(ALLOC, "In", ["device-plugin"])], [(INSTANCE, "Exists", None)]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-terms-ored-node-selector-device-plugin-and-open-term-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "device-plugin"},
+                           affinity=required_affinity([(ALLOC, "In", ["dra"])], [(INSTANCE, "Exists", None)]))),
+     cohort="device-plugin")
+case("cohort-mismatch-notin-in-every-term",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [(ALLOC, "In", ["device-plugin", "dra"]), (ALLOC, "NotIn", ["device-plugin"])],
+         [(ALLOC, "In", ["dra"]), (INSTANCE, "NotIn", ["g5.xlarge"])]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-notin-in-one-term-only-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [(ALLOC, "In", ["device-plugin", "dra"]), (ALLOC, "NotIn", ["device-plugin"])],
+         [(ALLOC, "NotIn", ["dra"])]))), cohort="device-plugin")
+case("cohort-mismatch-exists-allocation-label-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity([(ALLOC, "Exists", None)]))),
+     cohort="device-plugin")
+case("cohort-mismatch-does-not-exist-allocation-label-pass",
+     # no cohort's node lacks the label: bound for GPU nodes outside the policy's cohorts
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
+                           affinity=required_affinity([(ALLOC, "DoesNotExist", None)]))), cohort=None)
+case("cohort-mismatch-does-not-exist-with-dra-term",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [(ALLOC, "In", ["dra"]), ("example.com/pool", "DoesNotExist", None)]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-gt-lt-on-keys-cohorts-do-not-use-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [("nvidia.com/gpu.count", "Gt", ["4"]), ("nvidia.com/gpu.memory", "Lt", ["100000"])]))), cohort="device-plugin")
+case("cohort-mismatch-gt-with-dra-term",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [("nvidia.com/gpu.count", "Gt", ["4"]), (ALLOC, "In", ["dra"])]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-empty-term-matches-nothing",
+     # Kubernetes skips an empty term: what is left pins the DRA cohort
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+             {}, {"matchExpressions": [{"key": ALLOC, "operator": "In", "values": ["dra"]}]}]}}})),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-empty-term-beside-device-plugin-term-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+             {}, {"matchExpressions": [{"key": ALLOC, "operator": "In", "values": ["device-plugin"]}]}]}}})),
+     cohort="device-plugin")
+case("cohort-mismatch-empty-list-of-terms-matches-nothing-pass",
+     # no node at all (the apiserver refuses it): no cohort, nothing placed, no cohort-mismatch to report
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})), cohort=None)
+case("cohort-mismatch-match-fields-named-node-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+             {"key": "metadata.name", "operator": "In", "values": ["gpu-node-7"]}]}]}}})), cohort="device-plugin")
+case("cohort-mismatch-match-fields-with-dra-expression",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+             "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-node-7"]}],
+             "matchExpressions": [{"key": ALLOC, "operator": "In", "values": ["dra"]}]}]}}})),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-two-dra-cohorts-admitted-device-plugin-request",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
+                           affinity=required_affinity([(ALLOC, "In", ["dra", "dra-b"])]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), policy="two-dra", cohort=None)
+case("cohort-mismatch-dra-and-device-plugin-cohorts-admitted-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
+                           affinity=required_affinity([(ALLOC, "In", ["dra-b"])], [(ALLOC, "In", ["device-plugin"])]))),
+     policy="two-dra", cohort="device-plugin")
 
 # ---- resource-not-offered --------------------------------------------------------------------------------
 

@@ -6,8 +6,9 @@ from typing import Mapping
 from webhook.config.model import Policy
 from webhook.handlers.context import build_context
 from webhook.lookups.base import Resolver
-from webhook.objects.access import as_str
-from webhook.objects.podspec import added_ephemeral_containers, pod_view
+from webhook.objects.access import as_dict, as_str
+from webhook.objects.kinds import foreign_kind
+from webhook.objects.podspec import added_ephemeral_containers, display_name, pod_view
 from webhook.policy.engine import evaluate, exempt, object_namespace
 from webhook.policy.results import Evaluation
 
@@ -19,6 +20,10 @@ def evaluate_object(obj: dict, *, policy: Policy, resolver: Resolver, operation:
     """`sub_resource` and `old` as the request gives them: an UPDATE of pods/ephemeralcontainers (`kubectl
     debug`) is judged by the ephemeral containers it adds, which are those of `obj` that `old` lacks."""
     kind = as_str(obj.get("kind")) or kind or ""
+    foreign = foreign_kind(obj, kind)
+    if foreign:
+        return Evaluation(kind, as_str(as_dict(obj.get("metadata")).get("namespace")) or namespace or "",
+                          display_name(obj), skipped=foreign)
     namespace = object_namespace(obj, kind, namespace or "")
     skipped = exempt(obj, kind, namespace, policy)
     if skipped is not None:

@@ -229,11 +229,18 @@ def test_spec_updates_and_ephemeral_containers_reach_the_webhook():
     debug["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "busybox",
                                              "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]
     decisions = decide(rendered, debug, operation="UPDATE", old=base_pod(), subresource="ephemeralcontainers")
-    assert decisions == {"pods.validate.gpu-admission.io": "call"}
+    assert decisions == {"pods.validate.gpu-admission.io": "call", "pods.mutate.gpu-admission.io": "call"}
     plain_debug = copy.deepcopy(base_pod())
     plain_debug["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "busybox"}]
     decisions = decide(rendered, plain_debug, operation="UPDATE", old=base_pod(), subresource="ephemeralcontainers")
-    assert decisions == {"pods.validate.gpu-admission.io": "skip"}
+    assert decisions == {"pods.validate.gpu-admission.io": "skip", "pods.mutate.gpu-admission.io": "skip"}
+    # kubectl debug on a pod under the nvidia runtime: the mutating webhook hides the node's GPUs from it
+    nvidia = copy.deepcopy(base_pod())
+    nvidia["spec"]["runtimeClassName"] = "nvidia"
+    nvidia_debug = copy.deepcopy(nvidia)
+    nvidia_debug["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"}]
+    decisions = decide(rendered, nvidia_debug, operation="UPDATE", old=nvidia, subresource="ephemeralcontainers")
+    assert decisions == {"pods.validate.gpu-admission.io": "call", "pods.mutate.gpu-admission.io": "call"}
 
 
 @pytest.mark.parametrize("kind", [pytest.param(k, id=k) for k in POD_KINDS if k != "Pod"])

@@ -1040,6 +1040,139 @@ case("unresolved-claim-action-enforce",
 
 # ---------------------------------------------------------------------------------------------- apiserver shape
 
+# ---- issue 13: GPU semantics where real manifests differ from the easy case ---------------------------------
+# Each class has its failing rows beside their closest benign twins (a false denial is the worst defect).
+
+# Class: pods already bound to a node are validated like any other (their placement is in test_mutations.py).
+case("visible-devices-override-bound-pod",
+     pod("mirror", pod_spec(container(gpus={"nvidia.com/gpu": 1}, env=[{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]),
+                            nodeName="gpu-node-7")),
+     ("visible-devices-override", "spec.containers[0].env[0]"), cohort="device-plugin")
+case("visible-devices-override-bound-pod-pass",
+     pod("mirror", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeName="gpu-node-7")), cohort="device-plugin")
+
+# Class: host paths after normalisation, as the kernel resolves them; device-list mounts as the toolkit reads them.
+case("device-access-bypass-var-run-persistenced-host-path",
+     workload("DaemonSet", "persistenced-probe", pod_spec(container("probe"), volumes=[
+         {"name": "persistenced", "hostPath": {"path": "/var/run/nvidia-persistenced"}}]), namespace="monitoring"),
+     ("device-access-bypass", "spec.template.spec.volumes[0].hostPath.path"), cohort=None)
+case("device-access-bypass-var-run-other-host-path-pass",
+     workload("DaemonSet", "csi-node", pod_spec(container("driver"), volumes=[
+         {"name": "csi", "hostPath": {"path": "/var/run/csi-example"}}]), namespace="storage"), cohort=None)
+case("device-access-bypass-double-slash-mps-host-path",
+     pod("mps-client", pod_spec(container(gpus={"nvidia.com/gpu": 1}), cohort="device-plugin", volumes=[
+         {"name": "mps", "hostPath": {"path": "//var/run/nvidia/mps"}}])),
+     ("device-access-bypass", "spec.volumes[0].hostPath.path"))
+case("device-access-bypass-proc-root-host-path",
+     pod("escape", pod_spec(container("app"), volumes=[{"name": "dev", "hostPath": {"path": "/proc/1/root/dev"}}])),
+     ("device-access-bypass", "spec.volumes[0].hostPath.path"), cohort=None)
+case("device-access-bypass-proc-host-path-pass",
+     # node-exporter's /proc: reaching /proc/1/root through it needs ptrace rights the pod does not have
+     workload("DaemonSet", "node-exporter", pod_spec(container("exporter"), volumes=[
+         {"name": "proc", "hostPath": {"path": "/proc"}}]), namespace="monitoring"), cohort=None)
+case("device-access-bypass-host-root-node-debug",
+     # what `kubectl debug node/...` creates: the host's / at /host
+     pod("node-debugger-gpu-node-7-x7k2p", pod_spec(container("debugger", mounts=[{"name": "host-root", "mountPath": "/host"}]),
+                                                    nodeName="gpu-node-7",
+                                                    volumes=[{"name": "host-root", "hostPath": {"path": "/"}}])),
+     ("device-access-bypass", "spec.volumes[0].hostPath.path"), cohort=None)
+case("device-access-bypass-kubelet-dir-ancestor",
+     workload("DaemonSet", "csi-plugin", pod_spec(container("plugin"), volumes=[
+         {"name": "kubelet", "hostPath": {"path": "/var/lib/kubelet/"}}]), namespace="storage"),
+     ("device-access-bypass", "spec.template.spec.volumes[0].hostPath.path"), cohort=None)
+case("device-access-bypass-kubelet-pods-dir-pass",
+     workload("DaemonSet", "csi-plugin", pod_spec(container("plugin"), volumes=[
+         {"name": "pods", "hostPath": {"path": "/var/lib/kubelet/pods"}}]), namespace="storage"), cohort=None)
+case("device-access-bypass-device-list-double-slash-mount",
+     pod("all-gpus", pod_spec(container(gpus={"nvidia.com/gpu": 1}, mounts=[
+         {"name": "null", "mountPath": "//var/run/nvidia-container-devices/./all"}]), cohort="device-plugin",
+         volumes=[{"name": "null", "hostPath": {"path": "/dev//null"}}])),
+     ("device-access-bypass", "spec.containers[0].volumeMounts[0].mountPath"))
+case("device-access-bypass-device-list-under-run-pass",
+     # the toolkit compares the literal /var/run/...: a mount under /run asks it for nothing
+     pod("all-gpus", pod_spec(container(gpus={"nvidia.com/gpu": 1}, mounts=[
+         {"name": "null", "mountPath": "/run/nvidia-container-devices/all"}]), cohort="device-plugin",
+         volumes=[{"name": "null", "hostPath": {"path": "/dev/null"}}])))
+case("device-access-bypass-device-list-empty-dir-pass",
+     # only a /dev/null mount is read as a request
+     pod("scratch", pod_spec(container(gpus={"nvidia.com/gpu": 1}, mounts=[
+         {"name": "scratch", "mountPath": "/var/run/nvidia-container-devices/all"}]), cohort="device-plugin",
+         volumes=[{"name": "scratch", "emptyDir": {}}])))
+
+# Class: messages say what is true.
+case("double-mechanism-requests-only-and-claim",
+     pod("train-7f", pod_spec(dict(container(claims=["gpu"], cpu=False), resources={
+         "requests": {"nvidia.com/gpu": 1}, "claims": [{"name": "gpu"}]}), claims=[template_claim()])),
+     ("double-mechanism", "spec.containers[0].resources.requests"), docs=[*SEED_CLASSES, SEED_TEMPLATE], cohort=None)
+case("device-access-bypass-privileged-cpu-pod-on-gpu-cohort",
+     pod("node-tuner", pod_spec(container("tuner", sc={"privileged": True}), nodeSelector=dict(DP_NODES))),
+     ("device-access-bypass", "spec.containers[0].securityContext.privileged"), cohort="device-plugin")
+
+# Class: DeviceClass CEL selectors are evaluated, not pattern-matched.
+def _cel_class(name, expression, **extra):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": expression}}], **extra}}
+
+
+def _limit_and_claim(cls):
+    """A pod asking for a GPU by the device plugin, and for whatever `cls` selects by a claim."""
+    tpl = claim_template("by-class", request("dev", cls["metadata"]["name"]))
+    return (pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}, claims=["dev"]),
+                                  claims=[template_claim("dev", "by-class")])), [cls, tpl])
+
+
+for _id, _expr, _gpu in [
+    ("negated-driver-is-not-gpu-pass", '!(device.driver == "gpu.nvidia.com")', False),
+    ("other-driver-is-not-gpu-pass", 'device.driver == "nic.example.com"', False),
+    ("imex-channel-type-is-not-gpu-pass",
+     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'imex-channel'", False),
+    ("driver-on-the-right", '"gpu.nvidia.com" == device.driver', True),
+    ("driver-in-list", 'device.driver in ["gpu.nvidia.com", "nic.example.com"]', True),
+    ("gpu-or-nic", 'device.driver == "nic.example.com" || device.driver == "gpu.nvidia.com"', True),
+    ("memory-quantity", 'device.driver == "gpu.nvidia.com" && '
+                        'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', True),
+    ("product-name-string-functions", "device.driver == 'gpu.nvidia.com' && "
+                                      "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100')", True),
+]:
+    _obj, _docs = _limit_and_claim(_cel_class("by-cel", _expr))
+    case(f"double-mechanism-cel-{_id}", _obj,
+         *([("double-mechanism", "spec.containers[0].resources.limits")] if _gpu else []), docs=_docs)
+
+_obj, _docs = _limit_and_claim(_cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && url('https://x').getHost() == 'x'"))
+case("unresolved-claim-cel-selector-that-does-not-compile", _obj,
+     ("unresolved-claim", "spec.resourceClaims[0]"), docs=_docs, cohort="device-plugin")
+_obj, _docs = _limit_and_claim(_cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && "
+                                                    "device.attributes['gpu.nvidia.com'].productName == 'Quadro RTX 8000'"))
+case("unresolved-claim-cel-selector-on-attributes-no-probe-shows", _obj,
+     ("unresolved-claim", "spec.resourceClaims[0]"), docs=_docs, cohort="device-plugin")
+_obj, _docs = _limit_and_claim(_cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && "
+                                                    "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'"))
+case("unresolved-claim-cel-selector-on-a-known-product", _obj,
+     ("double-mechanism", "spec.containers[0].resources.limits"), docs=_docs)
+_obj, _docs = _limit_and_claim(_cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && "
+                                                    "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))"))
+case("unresolved-claim-cel-semver-resolves", _obj, ("double-mechanism", "spec.containers[0].resources.limits"), docs=_docs)
+for _name in ("compute-domain-default-channel.nvidia.com", "compute-domain-daemon.nvidia.com", "imex.nvidia.com"):
+    case(f"unresolved-claim-nvidia-{_name.split('.')[0]}-class-known-without-a-cluster-pass",
+         pod("nccl", pod_spec(container("nccl", gpus={"nvidia.com/gpu": 8}, claims=["channel"]), cohort="device-plugin",
+                              claims=[template_claim("channel", "channel")])),
+         docs=[claim_template("channel", request("channel", _name))], cohort="device-plugin")
+case("unresolved-claim-unknown-channel-class",
+     pod("nccl", pod_spec(container("nccl", gpus={"nvidia.com/gpu": 8}, claims=["channel"]), cohort="device-plugin",
+                          claims=[template_claim("channel", "channel")])),
+     ("unresolved-claim", "spec.resourceClaims[0]"),
+     docs=[claim_template("channel", request("channel", "example-channel.example.com"))], cohort="device-plugin")
+case("resource-not-offered-cel-mig-type-in-list",
+     pod("llm", pod_spec(container("llm", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "mig-by-cel")])),
+     ("resource-not-offered", "spec.resourceClaims[0]"),
+     docs=[_cel_class("mig-by-cel", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type in ['mig']"),
+           claim_template("mig-by-cel", request("gpu", "mig-by-cel"))], cohort="dra")
+case("resource-not-offered-cel-gpu-type-in-list-pass",
+     pod("llm", pod_spec(container("llm", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "gpu-by-cel")])),
+     docs=[_cel_class("gpu-by-cel", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type in ['gpu']"),
+           claim_template("gpu-by-cel", request("gpu", "gpu-by-cel"))], cohort="dra")
+
+
 _POD_SPEC_PATHS = {k.kind: k.pod_spec_path for k in POD_BEARING}
 _TOKEN_VOLUME = "kube-api-access-x7k2p"
 

@@ -230,7 +230,7 @@ class ClassSelectors:
             try:
                 programs.append(env.compile(text))
             except Exception as exc:  # the runtime's parse and check errors
-                return Selection(None, None, f"its CEL selector {i + 1} does not compile here: {_first_line(exc)}")
+                return Selection(None, None, f"its CEL selector {i + 1} does not compile: {_first_line(exc)}")
         selected: list[tuple[str, str, bool]] = []
         unknown: list[str] = []
         for driver, device_type, gpu, probes in self._groups:
@@ -244,8 +244,8 @@ class ClassSelectors:
             types = {t for _, t in gpus}
             return Selection(gpus[0][0], types.pop() if len(types) == 1 else None)
         if unknown:
-            return Selection(None, None, "whether its selectors pick GPUs depends on device attributes that cannot "
-                                         f"be known without the node's ResourceSlices ({unknown[0]})")
+            return Selection(None, None, "whether its selectors pick GPUs depends on the nodes' devices: "
+                                         f"{unknown[0]}")
         others = {(d, t) for d, t, _ in selected if d != _OTHER_DRIVER}
         drivers = {d for d, _ in others}
         driver = drivers.pop() if len(drivers) == 1 else None
@@ -268,5 +268,12 @@ def _all(programs, probe: dict) -> bool | str:
 
 
 def _first_line(exc) -> str:
-    text = str(exc).strip().splitlines()
-    return re.sub(r"\s*\[INVALID_ARGUMENT\]$", "", text[0]) if text else type(exc).__name__
+    """The runtime's message, without cel-cpp's status code, position and container."""
+    lines = str(exc).strip().splitlines()
+    if not lines:
+        return type(exc).__name__
+    text = re.sub(r"^[A-Z_]+: (ERROR: <input>:\d+:\d+: )?", "", lines[0])
+    text = re.sub(r" \(in container ''\)|\s*\[[A-Z_]+\]$", "", text)
+    missing = re.fullmatch(r'Key not found in map : "(.*)"', text)
+    return (f'it selects by "{missing.group(1)}" and matches none of the NVIDIA devices gpu-admission knows'
+            if missing else text[:160])

@@ -37,6 +37,9 @@ def device_class_info(obj: Mapping, policy: Policy, known: DeviceClassInfo | Non
     meta = as_dict(obj.get("metadata"))
     spec = as_dict(obj.get("spec"))
     selection = policy.class_selectors.selection(obj)  # type: ignore[arg-type]
+    if selection.unknown and known is not None:
+        # The policy's entry vouches for what a class the runtime cannot read selects.
+        selection = type(selection)(known.driver, known.device_type)
     legacy = []
     if "suitableNodes" in spec:
         legacy.append("spec.suitableNodes")

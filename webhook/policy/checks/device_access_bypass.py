@@ -49,6 +49,17 @@ def _dev_null_volumes(view: PodView) -> frozenset[str]:
     return frozenset(out)
 
 
+def _resolved(host: str) -> str:
+    """What the host's kernel makes of the path, where that is not what it says, and which sensitive paths a
+    directory above them hands over."""
+    normal = host_path(host)
+    out = f", which the host resolves to {normal}" if normal.rstrip("/") != host.strip().rstrip("/") else ""
+    below = [s for s in DEVICE_PATHS if s.startswith(normal.rstrip("/") + "/")]
+    if below:
+        out += f", a directory above {', '.join(s + '*' if s.endswith('nvidia') else s for s in below)}"
+    return out
+
+
 def _meta_path(view: PodView) -> str:
     return "metadata" if view.is_pod else view.prefix[: -len(".spec")] + ".metadata"
 
@@ -57,12 +68,15 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     view = facts.view
     out = []
     gpu_scope = facts.choice.cohort is not None or facts.is_gpu
+    # Say what is true: a GPU pod, or a pod that asks for no GPU but runs on a GPU cohort's nodes.
+    where = "a GPU pod" if facts.is_gpu else \
+        f'a pod bound for the GPU cohort "{facts.choice.cohort.name}"' if facts.choice.cohort else ""
     dev_null = None
     for c in view.containers:
         if gpu_scope and c.security.get("privileged") is True:
             path = f"{c.path}.securityContext.privileged"
             out.append(Finding(RULE, path, message(
-                policy, RULE, view.subject, f"{c.label} is privileged ({path}) in a GPU pod",
+                policy, RULE, view.subject, f"{c.label} is privileged ({path}) in {where}",
                 "a privileged container sees every GPU on the node, bypassing allocation and isolation",
                 "remove privileged: true; GPUs come through resources.limits or a ResourceClaim")))
         for i, mount in enumerate(c.mounts):
@@ -87,7 +101,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         if host and device_host_path(host):
             path = f"{view.prefix}.volumes[{i}].hostPath.path"
             out.append(Finding(RULE, path, message(
-                policy, RULE, view.subject, f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})',
+                policy, RULE, view.subject, f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})'
+                f"{_resolved(host)}",
                 "GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
                 "remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")))
     annotations = view.meta.get("annotations")

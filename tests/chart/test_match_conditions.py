@@ -427,7 +427,10 @@ def _fixture_documents() -> list[tuple[str, list[dict]]]:
 
 @pytest.mark.parametrize("name, docs", [pytest.param(n, d, id=Path(n).stem[:60]) for n, d in _fixture_documents()])
 def test_real_manifests_the_engine_concerns_reach_the_webhook(name, docs):
-    objects = [d for d in docs if d.get("kind") in kinds.BY_KIND]
-    assert objects, name
+    # kinds matched with their API group: a Volcano Job is not the batch Job the webhook rules name
+    objects = [d for d in docs if d.get("kind") in kinds.BY_KIND and not kinds.foreign_kind(d, d["kind"])]
+    if not objects:
+        assert any(kinds.foreign_kind(d, d.get("kind", "")) for d in docs), name
+        return
     for value_set in ("default", "custom-policy"):
         _assert_engine_concerns_are_called(rendered_set(value_set), objects, docs)

@@ -351,6 +351,13 @@ def test_debug_containers(old, added, patched, denied):
     assert list(answer.patch) == list(ev.patch)
     answer = validate_handler(debug_review(mutated, old), policy=POLICY, resolver=BundleResolver([]))
     assert answer.allowed is not denied
+    # as the apiserver sends them (defaults filled in, the token volume mounted): the same patch and verdict
+    from tests.policy.test_rules import apiserver_shaped
+    served_old, served_new = apiserver_shaped(old), apiserver_shaped(new)
+    served = debug_mutate(served_new, served_old)
+    assert {int(op["path"].split("/")[3]) for op in served.patch} == patched
+    served_mutated = apply(served_new, served.patch) if served.patch else served_new
+    assert {v.rule.value for v in debug_validate(served_mutated, served_old).denials} == denied
 
 
 def test_pod_create_never_touches_ephemeral_containers_nor_does_a_plain_update():

@@ -126,5 +126,5 @@ def added_ephemeral_containers(obj: Mapping, old: Mapping | None) -> frozenset[s
     nor removed once added, so a name tells a new one)."""
     def names(o) -> set:
         spec = as_dict(as_dict(o).get("spec"))
-        return {c.get("name") for c in as_list(spec.get("ephemeralContainers")) if type(c) is dict}
-    return frozenset(n for n in names(obj) - names(old or {}) if type(n) is str)
+        return {c["name"] for c in as_list(spec.get("ephemeralContainers")) if type(c) is dict and type(c.get("name")) is str}
+    return frozenset(names(obj) - names(old or {}))

@@ -158,3 +158,34 @@ def test_example_driver_pods_resolve_once_its_device_class_is_known():
     docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
                  "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})
     assert [v for v in _verdicts(docs) if v[0] == "Pod"] == [("Pod", "pod0", True, set()), ("Pod", "pod1", True, set())]
+
+
+def _narrowing_policy():
+    """The policy docs/deployment.md gives for exempting NVIDIA's service accounts rather than namespaces."""
+    import re
+
+    import yaml
+
+    from webhook.config import parse_policy
+    from webhook.config.load import DEFAULT_PATH
+
+    text = (REAL_MANIFESTS.parents[3] / "docs" / "deployment.md").read_text(encoding="utf-8")
+    section = text.split("#### Narrowing exemptions to NVIDIA's service accounts", 1)[1]
+    block = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1))["policy"]
+    data = yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))
+    data.update(block)
+    return parse_policy(yaml.safe_dump(data), source="docs/deployment.md")
+
+
+@pytest.mark.parametrize("account, allowed", [
+    pytest.param("nvidia-operator-validator", True, id="the-operator-s-validator-account"),
+    pytest.param("default", False, id="another-account-in-the-same-namespace"),
+])
+def test_exemption_narrowed_to_nvidia_service_accounts(account, allowed):
+    (pod,) = load_docs(_file("NVIDIA_gpu-operator__validator_manifests_cuda-workload-validation.yaml"))
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["namespace"] = "gpu-operator"
+    pod["spec"]["serviceAccountName"] = account
+    ev = evaluate_object(pod, policy=_narrowing_policy(), resolver=BundleResolver([pod]))
+    assert ev.skipped is None  # gpu-operator is no longer exempt as a whole
+    assert ev.allowed is allowed

@@ -56,10 +56,11 @@ def _conflict(facts, choice, policy):
             policy, RULE, subject, f'node selection ({where}) names cohort "{named.name}" but {rules_out}',
             "no node can satisfy both, so the pod never schedules",
             f"select the cohort's nodes by their labels ({labels}) without contradicting them"))]
+    # Every term needs these cohorts' nodes at once (an OR of terms that admits any node is no conflict).
     return [Finding(RULE, choice.path, message(
         policy, RULE, subject,
-        f"node selection ({where}) targets the cohorts {names(_quoted(choice.conflict))}",
-        "a pod runs on exactly one GPU cohort and each cohort allocates GPUs its own way",
+        f"node selection ({where}) requires the nodes of the cohorts {names(_quoted(choice.conflict))} at once",
+        f"a node carries one value of {policy.allocation_label}, so no node satisfies it and the pod never schedules",
         f"select the nodes of one cohort only (label {policy.allocation_label})"))]
 
 

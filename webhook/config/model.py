@@ -196,6 +196,12 @@ class Policy:
     discriminating_labels: Mapping[str, Mapping[str, Cohort]] = field(init=False, repr=False, compare=False,
                                                                        default_factory=lambda: EMPTY)
     overridden_namespaces: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    cohort_names: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    # nodeSelector items -> what they mean for cohort choice (webhook/policy/cohorts.py), kept per policy
+    selector_readings: dict = field(init=False, repr=False, compare=False, default_factory=dict)
+    # node label key -> names of the cohorts that do not declare it (their nodes may carry any value)
+    label_undeclared: Mapping[str, frozenset[str]] = field(init=False, repr=False, compare=False,
+                                                           default_factory=lambda: EMPTY)
     # DeviceClass selectors evaluated for this policy's GPU drivers, each verdict cached by content
     class_selectors: ClassSelectors = field(init=False, repr=False, compare=False, default=None)  # type: ignore[assignment]
 
@@ -212,6 +218,10 @@ class Policy:
             {k: MappingProxyType({v: frozenset(names) for v, names in vals.items()}) for k, vals in carrying.items()}))
         object.__setattr__(self, "discriminating_labels", MappingProxyType(telling))
         object.__setattr__(self, "class_selectors", ClassSelectors(self.gpu_drivers))
+        names = frozenset(c.name for c in self.cohorts)
+        object.__setattr__(self, "cohort_names", names)
+        object.__setattr__(self, "label_undeclared", MappingProxyType(
+            {k: names - frozenset().union(*vals.values()) for k, vals in carrying.items()}))
         object.__setattr__(self, "overridden_namespaces",
                            frozenset(n for o in self.namespace_overrides for n in o.namespaces))
 

@@ -76,15 +76,26 @@ def _term_cohorts(reqs, policy: Policy) -> tuple[frozenset[str], bool]:
     """(cohorts whose nodes the term admits, whether it also admits nodes of no cohort). A node carries a
     cohort's value of a label that tells cohorts apart only if it is that cohort's (the allocation label
     alone is enough); labels a cohort does not declare may be anything on its nodes."""
-    admitted = set()
-    for c in policy.cohorts:
-        labels = c.node_labels
-        if all(_allows(op, values, labels[key]) is not False for key, op, values in reqs if key in labels):
-            admitted.add(c.name)
+    carrying = policy.label_cohorts
     keys = policy.discriminating_labels
-    pinned = any(key in keys and op == "In" and values and all(type(v) is str and v in keys[key] for v in values)
-                 for key, op, values in reqs)
-    return frozenset(admitted), not pinned
+    admitted = policy.cohort_names
+    pinned = False
+    for key, op, values in reqs:
+        by_value = carrying.get(key)
+        if by_value is None:
+            continue  # no cohort declares the key: any cohort's node may satisfy it
+        if op == "In" and all(type(v) is str for v in values):
+            # the common case (nodeSelector, In): set algebra on what the policy derived once
+            allowed = policy.label_undeclared[key].union(*(by_value.get(v, ()) for v in values))
+            if key in keys and values and all(v in keys[key] for v in values):
+                pinned = True
+        else:
+            allowed = frozenset(c.name for c in policy.cohorts
+                                if key not in c.node_labels or _allows(op, values, c.node_labels[key]) is not False)
+        admitted = admitted & allowed
+        if not admitted and pinned:
+            break
+    return admitted, not pinned
 
 
 def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
@@ -98,45 +109,73 @@ def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
     has_terms = "nodeSelectorTerms" in required
     if not selector and not has_terms:
         return NONE
-    keys = policy.discriminating_labels
-    named: dict[str, Cohort] = {}
+    if has_terms:
+        reading = _read(selector, as_list(required.get("nodeSelectorTerms")), policy)
+    else:
+        # nodeSelector alone: what it means depends on its items only, and most pods share a few
+        # (the cohorts' labels), so the policy keeps the readings
+        try:
+            key = tuple(selector.items())
+            reading = policy.selector_readings.get(key)
+        except TypeError:  # a value that is not hashable: not a label value anyway
+            key, reading = None, None
+        if reading is None:
+            reading = _read(selector, None, policy)
+            if key is not None:
+                if len(policy.selector_readings) >= _READINGS_LIMIT:
+                    policy.selector_readings.clear()
+                policy.selector_readings[key] = reading
+    named, by_selector, by_affinity, admitted, open_ = reading
     selector_path = f"{view.prefix}.nodeSelector"
     affinity_path = f"{view.prefix}.{AFFINITY_PATH}"
-    paths: list[str] = []
+    paths = ([selector_path] if by_selector else []) + ([affinity_path] if by_affinity else [])
+    path = affinity_path if by_affinity or (has_terms and not named) else selector_path
+    if not admitted and not open_:
+        # Nothing can satisfy it: a contradiction when it names cohorts, else (no terms that match) no choice.
+        if named:
+            return CohortChoice(conflict=named, path=path, paths=tuple(paths))
+        return CohortChoice(path=path, excluded=_excluded(admitted, policy))
+    if len(admitted) == 1 and not open_:
+        (name,) = admitted
+        return CohortChoice(policy.cohort(name), SELECTOR, path=" and ".join(paths) or path)
+    return CohortChoice(path=path, excluded=_excluded(admitted, policy),
+                        admitted=() if open_ else tuple(sorted(admitted)))
+
+
+_READINGS_LIMIT = 256
+
+
+def _excluded(admitted, policy: Policy) -> tuple[str, ...]:
+    return tuple(sorted(c.name for c in policy.cohorts if c.name not in admitted))
+
+
+def _read(selector: Mapping, terms, policy: Policy) -> tuple[tuple[str, ...], bool, bool, frozenset[str], bool]:
+    """(names of the cohorts it names, whether nodeSelector names one, whether the affinity does, cohorts
+    some term admits, whether some term admits nodes of no cohort). `terms` None: nodeSelector alone."""
+    keys = policy.discriminating_labels
+    named: set[str] = set()
+    by_selector = by_affinity = False
     for k, v in selector.items():
         if type(v) is str and k in keys and v in keys[k]:
-            named[keys[k][v].name] = keys[k][v]
-            paths[:] = [selector_path]
-    terms = as_list(required.get("nodeSelectorTerms")) if has_terms else (None,)
-    admitted: set[str] = set()
-    open_ = False  # some term admits nodes of no cohort
-    for term in terms:
+            named.add(keys[k][v].name)
+            by_selector = True
+    admitted: frozenset[str] = frozenset()
+    open_ = False
+    for term in terms if terms is not None else (None,):
         if term is not None:
             for e in as_list(as_dict(term).get("matchExpressions")):
                 if type(e) is dict and e.get("operator") == "In" and type(e.get("key")) is str and e["key"] in keys:
                     for value in as_list(e.get("values")):
                         if type(value) is str and value in keys[e["key"]]:
-                            c = keys[e["key"]][value]
-                            named[c.name] = c
-                            if affinity_path not in paths:
-                                paths.append(affinity_path)
+                            named.add(keys[e["key"]][value].name)
+                            by_affinity = True
         reqs = _requirements(selector, term)
         if reqs is None:
             continue  # matches no node
         cohorts_, other = _term_cohorts(reqs, policy)
-        admitted |= cohorts_
+        admitted = admitted | cohorts_
         open_ = open_ or other
-    path = affinity_path if affinity_path in paths or (has_terms and not named) else selector_path
-    excluded = tuple(sorted(c.name for c in policy.cohorts if c.name not in admitted))
-    if not admitted and not open_:
-        # Nothing can satisfy it: a contradiction when it names cohorts, else (no terms that match) no choice.
-        if named:
-            return CohortChoice(conflict=tuple(sorted(named)), path=path, paths=tuple(paths))
-        return CohortChoice(path=path, excluded=excluded)
-    if len(admitted) == 1 and not open_:
-        (name,) = admitted
-        return CohortChoice(policy.cohort(name), SELECTOR, path=" and ".join(paths) or path)
-    return CohortChoice(path=path, excluded=excluded, admitted=() if open_ else tuple(sorted(admitted)))
+    return tuple(sorted(named)), by_selector, by_affinity, admitted, open_
 
 
 def from_namespace(view: PodView, policy: Policy, context: Context, excluded: tuple[str, ...] = ()) -> CohortChoice:

@@ -504,6 +504,9 @@ case("cohort-mismatch-empty-list-of-terms-matches-nothing-pass",
      # no node at all (the apiserver refuses it): no cohort, nothing placed, no cohort-mismatch to report
      pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
          "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})), cohort=None)
+case("cohort-mismatch-empty-list-of-terms-beside-node-selector-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "device-plugin"}, affinity={
+         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})), cohort=None)
 case("cohort-mismatch-match-fields-named-node-pass",
      pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
          "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [

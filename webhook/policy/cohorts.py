@@ -110,7 +110,11 @@ def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
     if not selector and not has_terms:
         return NONE
     if has_terms:
-        reading = _read(selector, as_list(required.get("nodeSelectorTerms")), policy)
+        terms = as_list(required.get("nodeSelectorTerms"))
+        if not terms:
+            # No term at all (the apiserver refuses it): no node matches, and no cohort is to blame.
+            return CohortChoice(path=f"{view.prefix}.{AFFINITY_PATH}", excluded=_excluded(frozenset(), policy))
+        reading = _read(selector, terms, policy)
     else:
         # nodeSelector alone: what it means depends on its items only, and most pods share a few
         # (the cohorts' labels), so the policy keeps the readings

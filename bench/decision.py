@@ -1,7 +1,7 @@
 """Median decision time of the policy engine for a typical 2-container GPU pod, as the apiserver sends it
 (tests/data/pods/apiserver-gpu-pod.json: defaults filled in, service account token volume, tolerations).
 
-    .venv/bin/python bench/decision.py [--rounds N] [--only validate|mutate|both]
+    .venv/bin/python bench/decision.py [--rounds N]
 
 Prints, per scenario, the median and p99 over N rounds of: validation of all rules (the /validate
 handler's work), mutation with the JSON patch (/mutate), both (what `check` does), and jsonpatch's own
@@ -20,12 +20,11 @@ from webhook.config import default_policy
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.base import NoLookups
 
-ONLY = {"validate": "validate", "mutate": "mutate (", "both": "mutate + validate"}
 POD = Path(__file__).resolve().parents[1] / "tests" / "data" / "pods" / "apiserver-gpu-pod.json"
 
 
-def measure(fn, rounds: int, warmup: bool = True) -> tuple[float, float]:
-    for _ in range(min(rounds // 10, 500) if warmup else 0):
+def measure(fn, rounds: int) -> tuple[float, float]:
+    for _ in range(min(rounds // 10, 500)):
         fn()  # warm up
     times = []
     for _ in range(rounds):
@@ -39,8 +38,6 @@ def measure(fn, rounds: int, warmup: bool = True) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20000)
-    parser.add_argument("--only", choices=("validate", "mutate", "both"), help="run one scenario (bench/instructions.py)")
-    parser.add_argument("--no-warmup", action="store_true", help="no warm-up rounds (bench/instructions.py)")
     args = parser.parse_args()
     pod = json.loads(POD.read_text())
     policy = default_policy()
@@ -52,11 +49,9 @@ def main() -> None:
         "mutate + validate mutated": lambda: evaluate_object(pod, policy=policy, resolver=resolver),
         "jsonpatch.make_patch alone": lambda: jsonpatch.make_patch(pod, mutated),
     }
-    if args.only:
-        scenarios = {name: fn for name, fn in scenarios.items() if name.startswith(ONLY[args.only])}
     print(f"{'scenario':<28} {'median µs':>10} {'p99 µs':>10}   ({args.rounds} rounds, {POD.name})")
     for name, fn in scenarios.items():
-        median, p99 = measure(fn, args.rounds, warmup=not args.no_warmup)
+        median, p99 = measure(fn, args.rounds)
         print(f"{name:<28} {median:>10.1f} {p99:>10.1f}")
 
 

@@ -189,13 +189,7 @@ class Policy:
     exclusive_label: str = "workload.example.com/gpu-exclusive"
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)
-    # derived once (read on every admission request): see __post_init__
-    # node label key -> value -> names of the cohorts whose nodes carry that label
-    label_cohorts: Mapping[str, Mapping[str, frozenset[str]]] = field(init=False, repr=False, compare=False,
-                                                                      default_factory=lambda: EMPTY)
-    discriminating_labels: Mapping[str, Mapping[str, Cohort]] = field(init=False, repr=False, compare=False,
-                                                                       default_factory=lambda: EMPTY)
-    overridden_namespaces: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    # derived once from the fields above, and what the policy keeps for itself (issue 13): see __post_init__
     cohort_names: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
     # nodeSelector items -> what they mean for cohort choice (webhook/policy/cohorts.py), kept per policy
     selector_readings: dict = field(init=False, repr=False, compare=False, default_factory=dict)
@@ -204,6 +198,13 @@ class Policy:
                                                            default_factory=lambda: EMPTY)
     # DeviceClass selectors evaluated for this policy's GPU drivers, each verdict cached by content
     class_selectors: ClassSelectors = field(init=False, repr=False, compare=False, default=None)  # type: ignore[assignment]
+    # derived once (read on every admission request): see __post_init__
+    # node label key -> value -> names of the cohorts whose nodes carry that label
+    label_cohorts: Mapping[str, Mapping[str, frozenset[str]]] = field(init=False, repr=False, compare=False,
+                                                                      default_factory=lambda: EMPTY)
+    discriminating_labels: Mapping[str, Mapping[str, Cohort]] = field(init=False, repr=False, compare=False,
+                                                                       default_factory=lambda: EMPTY)
+    overridden_namespaces: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
 
     def __post_init__(self):
         by_key: dict[str, dict[str, Cohort]] = {}

@@ -118,12 +118,18 @@ _GIB, _MIB = 2**30, 2**20
 _GPUS = (
     ("NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 81559 * _MIB),
     ("NVIDIA H200", "Hopper", "9.0.0", 143771 * _MIB),
+    ("NVIDIA H100 NVL", "Hopper", "9.0.0", 95830 * _MIB),
+    ("NVIDIA GH200 480GB", "Hopper", "9.0.0", 97871 * _MIB),
     ("NVIDIA B200", "Blackwell", "10.0.0", 183359 * _MIB),
+    ("NVIDIA GB200", "Blackwell", "10.0.0", 189471 * _MIB),
     ("NVIDIA A100-SXM4-40GB", "Ampere", "8.0.0", 40960 * _MIB),
     ("NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", 81920 * _MIB),
+    ("NVIDIA A100 80GB PCIe", "Ampere", "8.0.0", 81920 * _MIB),
     ("NVIDIA A10G", "Ampere", "8.6.0", 23028 * _MIB),
     ("NVIDIA L40S", "Ada Lovelace", "8.9.0", 46068 * _MIB),
+    ("NVIDIA L40", "Ada Lovelace", "8.9.0", 46068 * _MIB),
     ("NVIDIA L4", "Ada Lovelace", "8.9.0", 23034 * _MIB),
+    ("NVIDIA RTX A6000", "Ampere", "8.6.0", 49140 * _MIB),
     ("Tesla T4", "Turing", "7.5.0", 15360 * _MIB),
     ("Tesla V100-SXM2-16GB", "Volta", "7.0.0", 16384 * _MIB),
 )

@@ -159,9 +159,14 @@ def test_validating_rules_cover_exactly_the_engine_s_kinds(rendered, value_set):
 
 @pytest.mark.parametrize("value_set", set_params("default", "custom-policy", "audit-mode"))
 def test_mutating_rules_cover_exactly_the_mutated_kinds_on_create(rendered, value_set):
+    """Pods on CREATE; the ephemeral containers subresource on UPDATE (kubectl debug), and nothing else."""
     rules = _rules(rendered, "MutatingWebhookConfiguration")
-    assert _resources(rules) == {(k.group, k.resource) for k in kinds.HANDLED if k.mutated}
-    assert all(rule["operations"] == ["CREATE"] for rule in rules)
+    create = [r for r in rules if r["operations"] == ["CREATE"]]
+    update = [r for r in rules if r["operations"] == ["UPDATE"]]
+    assert len(create) + len(update) == len(rules)
+    assert _resources(create) == {(k.group, k.resource) for k in kinds.HANDLED if k.mutated}
+    assert _resources(update) == {(group, f"{resource}/{sub}") for (group, resource), subs in kinds.SUBRESOURCES.items()
+                                  for sub in subs}
 
 
 @pytest.mark.parametrize("value_set", set_params())

@@ -25,9 +25,16 @@ def test_default_reproduces_the_seed_cohorts():
     assert dict(dra.node_labels)["workload.example.com/gpu-allocation"] == "dra"
     assert dra.sharing_strategies == ()
     assert set(policy.device_classes) == {"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
-                                          "hybrid-full-gpu", "hybrid-large-gpu"}
+                                          "hybrid-full-gpu", "hybrid-large-gpu", "imex.nvidia.com",
+                                          "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com"}
+    # the NVIDIA DRA driver's own classes that are not GPUs are known, and known not to be GPUs
+    assert [policy.selects_gpus(policy.device_classes[n]) for n in (
+        "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com", "imex.nvidia.com",
+        "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com")] == [
+        True, True, True, False, False, False]
     assert policy.device_classes["mig.nvidia.com"].device_type == "mig"
-    assert policy.exempt_namespaces == {"kube-system", "gpu-system", "gpu-dra-system"}
+    assert policy.exempt_namespaces == {"kube-system", "gpu-system", "gpu-dra-system", "nvidia-device-plugin",
+                                        "gpu-operator", "dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu"}
     assert policy.is_exempt("gpu-admission")  # the service's own namespace
     sec = policy.security
     assert (sec.run_as_non_root, sec.run_as_user, sec.seccomp_profile, sec.allow_privilege_escalation,

@@ -103,6 +103,23 @@ CASES = [
         {"containers": [{**gpu(), "securityContext": CONTAINER_SC}], "nodeSelector": DP_LABELS,
          "tolerations": [GPU_TOLERATION], "runtimeClassName": "nvidia", "securityContext": POD_SC},
         id="selector-chosen-cohort-gets-no-placement"),
+    # a pod created bound to a node is past scheduling: validated and defaulted, never placed
+    pytest.param(
+        pod([gpu()], nodeName="gpu-node-7"),
+        {"containers": [{**gpu(), "securityContext": CONTAINER_SC}], "nodeName": "gpu-node-7",
+         "runtimeClassName": "nvidia", "securityContext": POD_SC},
+        id="bound-pod-gets-no-placement"),
+    pytest.param(
+        pod([gpu(), plain()], nodeName="gpu-node-7", runtimeClassName="nvidia"),
+        {"containers": [{**gpu(), "securityContext": CONTAINER_SC},
+                        {**plain(), "securityContext": CONTAINER_SC,
+                         "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}],
+         "nodeName": "gpu-node-7", "runtimeClassName": "nvidia", "securityContext": POD_SC},
+        id="bound-pod-still-gets-hide-gpus"),
+    pytest.param(
+        pod([gpu()], nodeName=""),
+        {"containers": [{**gpu(), "securityContext": CONTAINER_SC}], "nodeName": "", **expected_dp(None)},
+        id="empty-node-name-is-not-bound"),
 ]
 
 
@@ -147,16 +164,27 @@ def _real_pods():
     docs = load_docs(*sorted(REAL_MANIFESTS.glob("*.yaml")))
     for doc in docs:
         if doc.get("kind") == "Pod":
-            yield pytest.param(doc, docs, id=f"{doc['metadata'].get('namespace', 'default')}-{doc['metadata']['name']}")
+            meta = doc["metadata"]
+            yield pytest.param(doc, docs, id=f"{meta.get('namespace', 'default')}-{meta.get('name') or meta['generateName']}")
+
+
+# Real pods the default policy refuses whatever the mutation does (tests/policy/rules/test_real_manifests.py)
+REFUSED_REAL_PODS = {"FILLED_BY_THE_VALIDATOR-nvidia-cuda-validator-", "gpu-test-mps-test-pod", "gpu-test-vfio-pod1",
+                     "gpu-test5-pod0"}
 
 
 @pytest.mark.parametrize("obj, docs", list(_real_pods()))
-def test_real_pods_mutated_validate_strict(obj, docs):
+def test_real_pods_mutated_validate_strict(obj, docs, request):
     ev = mutate(obj, docs=docs)
     mutated = apply(obj, ev.patch) if ev.patch else obj
     kubernetes_validate.validate(mutated, "1.34", strict=True)
     again = evaluate_object(mutated, policy=POLICY, resolver=BundleResolver([mutated, *docs]))
-    assert again.patch == () and again.allowed
+    assert again.patch == ()
+    assert again.allowed is (request.node.callspec.id not in REFUSED_REAL_PODS)
+    # the mutation adds no finding
+    before = {(v.rule, v.path) for v in evaluate_object(obj, policy=POLICY, resolver=BundleResolver([obj, *docs]),
+                                                        mutate=False).violations}
+    assert {(v.rule, v.path) for v in again.violations} <= before
 
 
 def test_apiserver_shaped_pod():
@@ -247,3 +275,95 @@ def test_dry_run_reports_mutations_in_order_and_patches_nothing():
     assert ev.patch == () and ev.dry_run
     rules = [v.rule for v in ev.violations if v.rule.is_mutation]
     assert rules[0] is Rule.DEFAULT_PLACEMENT and Rule.HIDE_GPUS in rules
+
+
+# ---- debug containers: UPDATE of pods/ephemeralcontainers (kubectl debug) ---------------------------------
+
+from webhook.handlers import mutate as mutate_handler, validate as validate_handler  # noqa: E402
+
+CUDA_DEBUG = {"name": "debugger-x7k2p", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+              "stdin": True, "tty": True, "targetContainerName": "main"}
+
+
+def running_gpu_pod(**spec):
+    """A GPU pod as it runs: admitted and mutated on CREATE (so it passes every rule)."""
+    obj = pod([gpu(), plain()], **spec)
+    return apply(obj, mutate(obj).patch)
+
+
+def with_debug(obj, *containers):
+    new = copy.deepcopy(obj)
+    new["spec"].setdefault("ephemeralContainers", []).extend(copy.deepcopy(list(containers)))
+    return new
+
+
+def debug_review(new, old):
+    return {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "UPDATE",
+            "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": "ephemeralcontainers",
+            "namespace": "ai", "name": "p", "object": new, "oldObject": old, "userInfo": {"username": "dev"}}
+
+
+def debug_mutate(new, old):
+    return evaluate_object(new, policy=POLICY, resolver=BundleResolver([new]), operation="UPDATE",
+                           sub_resource="ephemeralcontainers", old=old, validate=False)
+
+
+def debug_validate(new, old):
+    return evaluate_object(new, policy=POLICY, resolver=BundleResolver([new]), operation="UPDATE",
+                           sub_resource="ephemeralcontainers", old=old, mutate=False)
+
+
+VOID = {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}
+SYSADMIN = {"privileged": True}  # kubectl debug --profile=sysadmin
+
+
+@pytest.mark.parametrize("old, added, patched, denied", [
+    pytest.param(running_gpu_pod(), [CUDA_DEBUG], {0}, set(), id="cuda-debug-container-hidden"),
+    pytest.param(with_debug(running_gpu_pod(), {**CUDA_DEBUG, "name": "debugger-1", "env": [VOID]}),
+                 [{**CUDA_DEBUG, "name": "debugger-2"}], {1}, set(), id="only-the-added-one"),
+    pytest.param(running_gpu_pod(runtimeClassName="runc"), [CUDA_DEBUG], set(), set(), id="other-runtime-untouched"),
+    pytest.param(pod([plain()]), [CUDA_DEBUG], set(), set(), id="plain-pod-untouched"),
+    pytest.param(running_gpu_pod(), [{**CUDA_DEBUG, "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}],
+                 set(), {"visible-devices-override"}, id="debug-container-asking-for-all-gpus"),
+    pytest.param(running_gpu_pod(), [{**CUDA_DEBUG, "securityContext": SYSADMIN}], {0}, {"device-access-bypass"},
+                 id="privileged-debug-container-in-gpu-pod"),
+    pytest.param(running_gpu_pod(), [{**CUDA_DEBUG, "securityContext": {"capabilities": {"add": ["SYS_PTRACE"]}}}],
+                 {0}, set(), id="ptrace-debug-container-pass"),
+    pytest.param(pod([gpu(securityContext={"privileged": True})], runtimeClassName="nvidia"), [CUDA_DEBUG], {0}, set(),
+                 id="pre-existing-finding-is-not-the-debug-container-s"),
+])
+def test_debug_containers(old, added, patched, denied):
+    new = with_debug(old, *added)
+    ev = debug_mutate(new, old)
+    touched = {int(op["path"].split("/")[3]) for op in ev.patch}
+    assert all(op["path"].startswith("/spec/ephemeralContainers/") for op in ev.patch)
+    assert touched == patched
+    mutated = apply(new, ev.patch) if ev.patch else new
+    for i in patched:
+        assert mutated["spec"]["ephemeralContainers"][i]["env"][-1] == VOID
+    assert debug_mutate(mutated, old).patch == (), "reinvocation must yield an empty patch"
+    verdict = debug_validate(mutated, old)
+    assert {v.rule.value for v in verdict.denials} == denied
+    assert verdict.allowed is not denied
+    kubernetes_validate.validate(mutated, "1.34", strict=True)
+    # the webhooks' own path, from the AdmissionReview request, gives the same patch and verdict
+    answer = mutate_handler(debug_review(new, old), policy=POLICY, resolver=BundleResolver([]))
+    assert list(answer.patch) == list(ev.patch)
+    answer = validate_handler(debug_review(mutated, old), policy=POLICY, resolver=BundleResolver([]))
+    assert answer.allowed is not denied
+    # as the apiserver sends them (defaults filled in, the token volume mounted): the same patch and verdict
+    from tests.policy.test_rules import apiserver_shaped
+    served_old, served_new = apiserver_shaped(old), apiserver_shaped(new)
+    served = debug_mutate(served_new, served_old)
+    assert {int(op["path"].split("/")[3]) for op in served.patch} == patched
+    served_mutated = apply(served_new, served.patch) if served.patch else served_new
+    assert {v.rule.value for v in debug_validate(served_mutated, served_old).denials} == denied
+
+
+def test_pod_create_never_touches_ephemeral_containers_nor_does_a_plain_update():
+    obj = pod([gpu()], runtimeClassName="nvidia", ephemeralContainers=[dict(CUDA_DEBUG)])
+    assert all("/ephemeralContainers" not in op["path"] for op in mutate(obj).patch)
+    old = running_gpu_pod()
+    new = with_debug(old, CUDA_DEBUG)
+    ev = evaluate_object(new, policy=POLICY, resolver=BundleResolver([]), operation="UPDATE", old=old)
+    assert ev.patch == ()

@@ -36,7 +36,9 @@ json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 10**12) | st.floats(allow_nan=False)
     | st.sampled_from(["", "0", "1", "2", "500m", "1Gi", "void", "All", "In", "Exists", "nvidia", "/dev/nvidia0",
                        "/var/run/nvidia-container-devices/all", "gpu.nvidia.com", "single-gpu", "kai-scheduler",
-                       "TimeSlicing", "dra", "device-plugin", "CUDA_VISIBLE_DEVICES", "line\nbreak", "é"])
+                       "TimeSlicing", "dra", "device-plugin", "CUDA_VISIBLE_DEVICES", "line\nbreak", "é",
+                       "/proc/1/root/dev", "//var/run/nvidia", "/var/run/../run/nvidia/mps", "Gt", "Lt", "NotIn",
+                       "DoesNotExist", "metadata.name", "gpu-node-7", "/dev/null", "-12", "4"])
     | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
         st.sampled_from(["name", "value", "key", "operator", "values", "path", "nvidia.com/gpu", "cpu", "limits",
@@ -66,7 +68,10 @@ POD_PATHS = [
     ("spec", "tolerations"), ("spec", "volumes"), ("spec", "resourceClaims"), ("spec", "resourceClaims", 0),
     ("spec", "resourceClaims", 0, "resourceClaimTemplateName"), ("spec", "resourceClaims", 0, "source"),
     ("spec", "runtimeClassName"), ("spec", "securityContext"), ("spec", "os"), ("spec", "schedulerName"),
-    ("spec", "serviceAccountName"),
+    ("spec", "serviceAccountName"), ("spec", "nodeName"), ("spec", "ephemeralContainers", 0),
+    ("spec", "ephemeralContainers", 0, "env"), ("spec", "ephemeralContainers", 0, "securityContext"),
+    _TERM[:-2], _TERM[:-3], (*_TERM[:-2], "matchFields"), (*_TERM[:-3], 1), (*_TERM[:-2], "matchExpressions", 1),
+    ("spec", "volumes", 0, "hostPath", "path"), ("spec", "volumes", 1), ("spec", "containers", 0, "volumeMounts", 0),
 ]
 TEMPLATE_PATHS = [("spec",), ("spec", "spec"), ("spec", "spec", "devices"), ("spec", "spec", "devices", "requests"),
                   ("spec", "spec", "devices", "requests", 0), ("spec", "spec", "devices", "requests", 0, "exactly"),
@@ -187,6 +192,47 @@ def test_handlers_answer_any_request(pod, operation, user):
         assert all(isinstance(w, str) and not _CONTROL.search(w) for w in outcome.warnings)
         assert all(re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", k) and len(k) <= 63
                    for k in outcome.audit_annotations)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pod=fuzzed(base_pod, POD_PATHS), old=fuzzed(base_pod, POD_PATHS), debug=json_values)
+def test_debug_container_updates_never_raise_and_touch_only_ephemeral_containers(pod, old, debug):
+    """UPDATE of pods/ephemeralcontainers with anything in either object: a well-formed answer, and the
+    patch never reaches outside spec.ephemeralContainers."""
+    pod.setdefault("spec", {}) if isinstance(pod.get("spec"), dict) else None
+    if isinstance(pod.get("spec"), dict):
+        pod["spec"]["runtimeClassName"] = "nvidia"
+        pod["spec"].setdefault("ephemeralContainers", [])
+        if isinstance(pod["spec"]["ephemeralContainers"], list):
+            pod["spec"]["ephemeralContainers"].append(debug if isinstance(debug, dict) else {"name": "dbg", "image": "i"})
+    snapshot = copy.deepcopy(pod)
+    for mutating in (True, False):
+        ev = evaluate_object(pod, policy=POLICY, resolver=BundleResolver([]), namespace="ai", operation="UPDATE",
+                             sub_resource="ephemeralcontainers", old=old, validate=not mutating, mutate=mutating)
+        assert pod == snapshot
+        assert_well_formed(ev, pod)
+        assert all(op["path"].startswith("/spec/ephemeralContainers/") for op in ev.patch)
+
+
+_CEL_PIECES = st.sampled_from([
+    "device.driver", "==", "!=", "'gpu.nvidia.com'", '"nic.example.com"', "&&", "||", "!", "(", ")", "in", "[", "]",
+    "device.attributes['gpu.nvidia.com'].type", "'gpu'", "'mig'", "device.capacity['gpu.nvidia.com'].memory",
+    ".compareTo(quantity('40Gi'))", ".isGreaterThan(quantity('1'))", ">=", "0", "quantity('x')", "semver('1.2.3')",
+    ".lowerAscii()", ".matches('^N')", "url('x')", "true", "1", ",", ".",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(_CEL_PIECES | st.text(max_size=8), max_size=12), more=st.lists(st.text(max_size=20), max_size=2))
+def test_any_device_class_selector_gets_a_verdict_or_unknown(pieces, more):
+    """Whatever the selector text: no exception, and either a verdict or unknown (never both)."""
+    from webhook.policy.context import device_class_info
+
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "c"},
+           "spec": {"selectors": [{"cel": {"expression": " ".join(pieces)}}, *({"cel": {"expression": m}} for m in more)]}}
+    info = device_class_info(obj, POLICY)
+    assert info.unknown is None or (info.driver, info.device_type) == (None, None)
+    assert info.unknown is None or ("\n" not in info.unknown and len(info.unknown) < 400)
 
 
 @settings(max_examples=300, deadline=None)

@@ -278,6 +278,10 @@ POLICIES = {
         "unresolved-claim": "enforce", "device-access-bypass": "audit", "visible-devices-override": "off",
         "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit"}),
     "variables": _policy(visibleDeviceVariables=["NVIDIA_VISIBLE_DEVICES"]),
+    # a second DRA cohort (its own allocation label value): node selection can admit two cohorts, neither a device plugin's
+    "two-dra": _policy(cohorts=[*yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))["cohorts"], {
+        "name": "dra-b", "mechanism": "dra", "nodeLabels": {**HYBRID, ALLOC: "dra-b"}, "driver": "gpu.nvidia.com",
+        "deviceTypes": ["gpu"]}]),
 }
 
 
@@ -406,12 +410,12 @@ case("cohort-mismatch-selector-and-affinity-name-two-cohorts",
      pod("confused", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "dra"},
                               affinity=required_affinity([(ALLOC, "In", ["device-plugin"])]))),
      ("cohort-mismatch", "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"), cohort=None)
-case("cohort-mismatch-affinity-in-two-cohorts",
+case("cohort-mismatch-affinity-in-two-cohorts-pass",
+     # one term admitting both cohorts excludes neither: the device plugin's cohort is still open to it
      workload("DaemonSet", "gpu-burn", pod_spec(
          container("burn", gpus={"nvidia.com/gpu": 1}),
          affinity=required_affinity([(ALLOC, "In", ["device-plugin", "dra"])]))),
-     ("cohort-mismatch", "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
-     cohort=None)
+     cohort="device-plugin")
 case("cohort-mismatch-selector-contradicts-cohort-labels",
      pod("cuda-smoke", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
                                 nodeSelector={ALLOC: "device-plugin", "eks.amazonaws.com/compute-type": "ec2"})),
@@ -426,6 +430,101 @@ case("cohort-mismatch-namespace-default-overruled-by-affinity-pass",
      pod("cuda-smoke", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
                                 affinity=required_affinity([(ALLOC, "NotIn", ["dra"])]))),
      policy="namespace-cohorts", cohort="device-plugin")
+
+# Class: required node affinity is an OR of terms (each ANDed with nodeSelector); a cohort is chosen only when
+# every term admits its nodes alone, and cohort-mismatch fires only when every term excludes the cohort of the
+# pod's mechanism. Each failing row sits beside its closest benign twin.
+INSTANCE = "node.kubernetes.io/instance-type"
+case("cohort-mismatch-terms-ored-dra-or-instance-type-device-plugin-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 8}), affinity=required_affinity(
+         [(ALLOC, "In", ["dra"])], [(INSTANCE, "In", ["p5.48xlarge"])]))), cohort="device-plugin")
+case("cohort-mismatch-terms-ored-every-term-dra-device-plugin-request",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 8}), affinity=required_affinity(
+         [(ALLOC, "In", ["dra"])], [(ALLOC, "In", ["dra"]), (INSTANCE, "In", ["p5.48xlarge"])]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-terms-ored-device-plugin-or-instance-type-dra-claim-pass",
+     workload("Job", "eval", pod_spec(container("eval", claims=["gpu"]), claims=[template_claim()],
+                                      affinity=required_affinity([(ALLOC, "In", ["device-plugin"])],
+                                                                 [(INSTANCE, "In", ["p5.48xlarge"])]))),
+     docs=[*SEED_CLASSES, SEED_TEMPLATE], cohort="dra")
+case("cohort-mismatch-terms-ored-every-term-device-plugin-dra-claim",
+     workload("Job", "eval", pod_spec(container("eval", claims=["gpu"]), claims=[template_claim()],
+                                      affinity=required_affinity([(ALLOC, "In", ["device-plugin"])],
+                                                                 [(ALLOC, "In", ["device-plugin"]),
+                                                                  (INSTANCE, "In", ["p5.48xlarge"])]))),
+     ("cohort-mismatch", "spec.template.spec.resourceClaims[0]"), docs=[*SEED_CLASSES, SEED_TEMPLATE], cohort="device-plugin")
+case("cohort-mismatch-terms-ored-node-selector-anded-with-each-term",
+     # nodeSelector dra ANDed with each term: the device-plugin term matches nothing, the other only dra nodes
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "dra"},
+                           affinity=required_affinity([(ALLOC, "In", ["device-plugin"])], [(INSTANCE, "Exists", None)]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-terms-ored-node-selector-device-plugin-and-open-term-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "device-plugin"},
+                           affinity=required_affinity([(ALLOC, "In", ["dra"])], [(INSTANCE, "Exists", None)]))),
+     cohort="device-plugin")
+case("cohort-mismatch-notin-in-every-term",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [(ALLOC, "In", ["device-plugin", "dra"]), (ALLOC, "NotIn", ["device-plugin"])],
+         [(ALLOC, "In", ["dra"]), (INSTANCE, "NotIn", ["g5.xlarge"])]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-notin-in-one-term-only-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [(ALLOC, "In", ["device-plugin", "dra"]), (ALLOC, "NotIn", ["device-plugin"])],
+         [(ALLOC, "NotIn", ["dra"])]))), cohort="device-plugin")
+case("cohort-mismatch-exists-allocation-label-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity([(ALLOC, "Exists", None)]))),
+     cohort="device-plugin")
+case("cohort-mismatch-does-not-exist-allocation-label-pass",
+     # no cohort's node lacks the label: bound for GPU nodes outside the policy's cohorts
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
+                           affinity=required_affinity([(ALLOC, "DoesNotExist", None)]))), cohort=None)
+case("cohort-mismatch-does-not-exist-with-dra-term",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [(ALLOC, "In", ["dra"]), ("example.com/pool", "DoesNotExist", None)]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-gt-lt-on-keys-cohorts-do-not-use-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [("nvidia.com/gpu.count", "Gt", ["4"]), ("nvidia.com/gpu.memory", "Lt", ["100000"])]))), cohort="device-plugin")
+case("cohort-mismatch-gt-with-dra-term",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
+         [("nvidia.com/gpu.count", "Gt", ["4"]), (ALLOC, "In", ["dra"])]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-empty-term-matches-nothing",
+     # Kubernetes skips an empty term: what is left pins the DRA cohort
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+             {}, {"matchExpressions": [{"key": ALLOC, "operator": "In", "values": ["dra"]}]}]}}})),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-empty-term-beside-device-plugin-term-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+             {}, {"matchExpressions": [{"key": ALLOC, "operator": "In", "values": ["device-plugin"]}]}]}}})),
+     cohort="device-plugin")
+case("cohort-mismatch-empty-list-of-terms-matches-nothing-pass",
+     # no node at all (the apiserver refuses it): no cohort, nothing placed, no cohort-mismatch to report
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})), cohort=None)
+case("cohort-mismatch-empty-list-of-terms-beside-node-selector-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "device-plugin"}, affinity={
+         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})), cohort=None)
+case("cohort-mismatch-match-fields-named-node-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+             {"key": "metadata.name", "operator": "In", "values": ["gpu-node-7"]}]}]}}})), cohort="device-plugin")
+case("cohort-mismatch-match-fields-with-dra-expression",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity={"nodeAffinity": {
+         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+             "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-node-7"]}],
+             "matchExpressions": [{"key": ALLOC, "operator": "In", "values": ["dra"]}]}]}}})),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
+case("cohort-mismatch-two-dra-cohorts-admitted-device-plugin-request",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
+                           affinity=required_affinity([(ALLOC, "In", ["dra", "dra-b"])]))),
+     ("cohort-mismatch", "spec.containers[0].resources.limits"), policy="two-dra", cohort=None)
+case("cohort-mismatch-dra-and-device-plugin-cohorts-admitted-pass",
+     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}),
+                           affinity=required_affinity([(ALLOC, "In", ["dra-b"])], [(ALLOC, "In", ["device-plugin"])]))),
+     policy="two-dra", cohort="device-plugin")
 
 # ---- resource-not-offered --------------------------------------------------------------------------------
 
@@ -943,6 +1042,139 @@ case("unresolved-claim-action-enforce",
 
 
 # ---------------------------------------------------------------------------------------------- apiserver shape
+
+# ---- issue 13: GPU semantics where real manifests differ from the easy case ---------------------------------
+# Each class has its failing rows beside their closest benign twins (a false denial is the worst defect).
+
+# Class: pods already bound to a node are validated like any other (their placement is in test_mutations.py).
+case("visible-devices-override-bound-pod",
+     pod("mirror", pod_spec(container(gpus={"nvidia.com/gpu": 1}, env=[{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]),
+                            nodeName="gpu-node-7")),
+     ("visible-devices-override", "spec.containers[0].env[0]"), cohort="device-plugin")
+case("visible-devices-override-bound-pod-pass",
+     pod("mirror", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeName="gpu-node-7")), cohort="device-plugin")
+
+# Class: host paths after normalisation, as the kernel resolves them; device-list mounts as the toolkit reads them.
+case("device-access-bypass-var-run-persistenced-host-path",
+     workload("DaemonSet", "persistenced-probe", pod_spec(container("probe"), volumes=[
+         {"name": "persistenced", "hostPath": {"path": "/var/run/nvidia-persistenced"}}]), namespace="monitoring"),
+     ("device-access-bypass", "spec.template.spec.volumes[0].hostPath.path"), cohort=None)
+case("device-access-bypass-var-run-other-host-path-pass",
+     workload("DaemonSet", "csi-node", pod_spec(container("driver"), volumes=[
+         {"name": "csi", "hostPath": {"path": "/var/run/csi-example"}}]), namespace="storage"), cohort=None)
+case("device-access-bypass-double-slash-mps-host-path",
+     pod("mps-client", pod_spec(container(gpus={"nvidia.com/gpu": 1}), cohort="device-plugin", volumes=[
+         {"name": "mps", "hostPath": {"path": "//var/run/nvidia/mps"}}])),
+     ("device-access-bypass", "spec.volumes[0].hostPath.path"))
+case("device-access-bypass-proc-root-host-path",
+     pod("escape", pod_spec(container("app"), volumes=[{"name": "dev", "hostPath": {"path": "/proc/1/root/dev"}}])),
+     ("device-access-bypass", "spec.volumes[0].hostPath.path"), cohort=None)
+case("device-access-bypass-proc-host-path-pass",
+     # node-exporter's /proc: reaching /proc/1/root through it needs ptrace rights the pod does not have
+     workload("DaemonSet", "node-exporter", pod_spec(container("exporter"), volumes=[
+         {"name": "proc", "hostPath": {"path": "/proc"}}]), namespace="monitoring"), cohort=None)
+case("device-access-bypass-host-root-node-debug",
+     # what `kubectl debug node/...` creates: the host's / at /host
+     pod("node-debugger-gpu-node-7-x7k2p", pod_spec(container("debugger", mounts=[{"name": "host-root", "mountPath": "/host"}]),
+                                                    nodeName="gpu-node-7",
+                                                    volumes=[{"name": "host-root", "hostPath": {"path": "/"}}])),
+     ("device-access-bypass", "spec.volumes[0].hostPath.path"), cohort=None)
+case("device-access-bypass-kubelet-dir-ancestor",
+     workload("DaemonSet", "csi-plugin", pod_spec(container("plugin"), volumes=[
+         {"name": "kubelet", "hostPath": {"path": "/var/lib/kubelet/"}}]), namespace="storage"),
+     ("device-access-bypass", "spec.template.spec.volumes[0].hostPath.path"), cohort=None)
+case("device-access-bypass-kubelet-pods-dir-pass",
+     workload("DaemonSet", "csi-plugin", pod_spec(container("plugin"), volumes=[
+         {"name": "pods", "hostPath": {"path": "/var/lib/kubelet/pods"}}]), namespace="storage"), cohort=None)
+case("device-access-bypass-device-list-double-slash-mount",
+     pod("all-gpus", pod_spec(container(gpus={"nvidia.com/gpu": 1}, mounts=[
+         {"name": "null", "mountPath": "//var/run/nvidia-container-devices/./all"}]), cohort="device-plugin",
+         volumes=[{"name": "null", "hostPath": {"path": "/dev//null"}}])),
+     ("device-access-bypass", "spec.containers[0].volumeMounts[0].mountPath"))
+case("device-access-bypass-device-list-under-run-pass",
+     # the toolkit compares the literal /var/run/...: a mount under /run asks it for nothing
+     pod("all-gpus", pod_spec(container(gpus={"nvidia.com/gpu": 1}, mounts=[
+         {"name": "null", "mountPath": "/run/nvidia-container-devices/all"}]), cohort="device-plugin",
+         volumes=[{"name": "null", "hostPath": {"path": "/dev/null"}}])))
+case("device-access-bypass-device-list-empty-dir-pass",
+     # only a /dev/null mount is read as a request
+     pod("scratch", pod_spec(container(gpus={"nvidia.com/gpu": 1}, mounts=[
+         {"name": "scratch", "mountPath": "/var/run/nvidia-container-devices/all"}]), cohort="device-plugin",
+         volumes=[{"name": "scratch", "emptyDir": {}}])))
+
+# Class: messages say what is true.
+case("double-mechanism-requests-only-and-claim",
+     pod("train-7f", pod_spec(dict(container(claims=["gpu"], cpu=False), resources={
+         "requests": {"nvidia.com/gpu": 1}, "claims": [{"name": "gpu"}]}), claims=[template_claim()])),
+     ("double-mechanism", "spec.containers[0].resources.requests"), docs=[*SEED_CLASSES, SEED_TEMPLATE], cohort=None)
+case("device-access-bypass-privileged-cpu-pod-on-gpu-cohort",
+     pod("node-tuner", pod_spec(container("tuner", sc={"privileged": True}), nodeSelector=dict(DP_NODES))),
+     ("device-access-bypass", "spec.containers[0].securityContext.privileged"), cohort="device-plugin")
+
+# Class: DeviceClass CEL selectors are evaluated, not pattern-matched.
+def _cel_class(name, expression, **extra):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": expression}}], **extra}}
+
+
+def _limit_and_claim(cls):
+    """A pod asking for a GPU by the device plugin, and for whatever `cls` selects by a claim."""
+    tpl = claim_template("by-class", request("dev", cls["metadata"]["name"]))
+    return (pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}, claims=["dev"]),
+                                  claims=[template_claim("dev", "by-class")])), [cls, tpl])
+
+
+for _id, _expr, _gpu in [
+    ("negated-driver-is-not-gpu-pass", '!(device.driver == "gpu.nvidia.com")', False),
+    ("other-driver-is-not-gpu-pass", 'device.driver == "nic.example.com"', False),
+    ("imex-channel-type-is-not-gpu-pass",
+     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'imex-channel'", False),
+    ("driver-on-the-right", '"gpu.nvidia.com" == device.driver', True),
+    ("driver-in-list", 'device.driver in ["gpu.nvidia.com", "nic.example.com"]', True),
+    ("gpu-or-nic", 'device.driver == "nic.example.com" || device.driver == "gpu.nvidia.com"', True),
+    ("memory-quantity", 'device.driver == "gpu.nvidia.com" && '
+                        'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', True),
+    ("product-name-string-functions", "device.driver == 'gpu.nvidia.com' && "
+                                      "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100')", True),
+]:
+    _obj, _docs = _limit_and_claim(_cel_class("by-cel", _expr))
+    case(f"double-mechanism-cel-{_id}", _obj,
+         *([("double-mechanism", "spec.containers[0].resources.limits")] if _gpu else []), docs=_docs)
+
+_obj, _docs = _limit_and_claim(_cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && url('https://x').getHost() == 'x'"))
+case("unresolved-claim-cel-selector-that-does-not-compile", _obj,
+     ("unresolved-claim", "spec.resourceClaims[0]"), docs=_docs, cohort="device-plugin")
+_obj, _docs = _limit_and_claim(_cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && "
+                                                    "device.attributes['gpu.nvidia.com'].productName == 'Quadro RTX 8000'"))
+case("unresolved-claim-cel-selector-on-attributes-no-probe-shows", _obj,
+     ("unresolved-claim", "spec.resourceClaims[0]"), docs=_docs, cohort="device-plugin")
+_obj, _docs = _limit_and_claim(_cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && "
+                                                    "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'"))
+case("unresolved-claim-cel-selector-on-a-known-product", _obj,
+     ("double-mechanism", "spec.containers[0].resources.limits"), docs=_docs)
+_obj, _docs = _limit_and_claim(_cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && "
+                                                    "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))"))
+case("unresolved-claim-cel-semver-resolves", _obj, ("double-mechanism", "spec.containers[0].resources.limits"), docs=_docs)
+for _name in ("compute-domain-default-channel.nvidia.com", "compute-domain-daemon.nvidia.com", "imex.nvidia.com"):
+    case(f"unresolved-claim-nvidia-{_name.split('.')[0]}-class-known-without-a-cluster-pass",
+         pod("nccl", pod_spec(container("nccl", gpus={"nvidia.com/gpu": 8}, claims=["channel"]), cohort="device-plugin",
+                              claims=[template_claim("channel", "channel")])),
+         docs=[claim_template("channel", request("channel", _name))], cohort="device-plugin")
+case("unresolved-claim-unknown-channel-class",
+     pod("nccl", pod_spec(container("nccl", gpus={"nvidia.com/gpu": 8}, claims=["channel"]), cohort="device-plugin",
+                          claims=[template_claim("channel", "channel")])),
+     ("unresolved-claim", "spec.resourceClaims[0]"),
+     docs=[claim_template("channel", request("channel", "example-channel.example.com"))], cohort="device-plugin")
+case("resource-not-offered-cel-mig-type-in-list",
+     pod("llm", pod_spec(container("llm", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "mig-by-cel")])),
+     ("resource-not-offered", "spec.resourceClaims[0]"),
+     docs=[_cel_class("mig-by-cel", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type in ['mig']"),
+           claim_template("mig-by-cel", request("gpu", "mig-by-cel"))], cohort="dra")
+case("resource-not-offered-cel-gpu-type-in-list-pass",
+     pod("llm", pod_spec(container("llm", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "gpu-by-cel")])),
+     docs=[_cel_class("gpu-by-cel", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type in ['gpu']"),
+           claim_template("gpu-by-cel", request("gpu", "gpu-by-cel"))], cohort="dra")
+
 
 _POD_SPEC_PATHS = {k.kind: k.pod_spec_path for k in POD_BEARING}
 _TOKEN_VOLUME = "kube-api-access-x7k2p"

@@ -110,7 +110,8 @@ def test_a_metadata_update_that_adds_a_device_annotation_is_evaluated(apiserver)
     assert apiserver.send("/validate", apiserver.review(benign, old=clean, operation="UPDATE")).allowed
 
 
-@pytest.mark.parametrize("namespace", ["kube-system", "gpu-system", "gpu-dra-system", "gpu-admission"])
+@pytest.mark.parametrize("namespace", ["kube-system", "gpu-system", "gpu-dra-system", "gpu-admission", "nvidia-device-plugin",
+                                       "gpu-operator", "dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu"])
 @pytest.mark.parametrize("path", ["/validate", "/mutate"])
 def test_exempt_namespaces_are_allowed_untouched(apiserver, namespace, path):
     pod = changed(BAD_POD, _meta(namespace=namespace))
@@ -131,3 +132,34 @@ def test_only_the_listed_subresources_are_evaluated(request_, blocked):
     request_.setdefault("object", {})
     request_.setdefault("oldObject", {"spec": {"x": 1}})
     assert bool(dispatch.never_blocked(request_)) is blocked
+
+
+GOOD_GPU_POD = shape({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
+                      "spec": {"runtimeClassName": "nvidia",
+                               "containers": [{"name": "c", "image": "cuda:12", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+CUDA_DEBUG = {"name": "debugger-x7k2p", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "targetContainerName": "c"}
+
+
+def _debugged(pod, container=CUDA_DEBUG):
+    return changed(pod, lambda o: o["spec"].setdefault("ephemeralContainers", []).append(copy.deepcopy(container)))
+
+
+def test_kubectl_debug_container_gets_hide_gpus_and_only_it_is_judged(apiserver):
+    """UPDATE of pods/ephemeralcontainers through the webhook app: /mutate hides the node's GPUs from the
+    added container only; /validate judges that container, not what the pod was admitted with."""
+    new = _debugged(GOOD_GPU_POD)
+    answer = apiserver.send("/mutate", apiserver.review(new, old=GOOD_GPU_POD, operation="UPDATE",
+                                                        sub_resource="ephemeralcontainers"))
+    assert answer.allowed
+    assert answer.patch == [{"op": "add", "path": "/spec/ephemeralContainers/0/env",
+                             "value": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]}]
+    # a benign debug container beside a finding the pod already had (admitted before the policy): allowed
+    answer = apiserver.send("/validate", apiserver.review(_debugged(BAD_POD), old=BAD_POD, operation="UPDATE",
+                                                          sub_resource="ephemeralcontainers"))
+    assert answer.allowed
+    # kubectl debug --profile=sysadmin in a GPU pod: privileged, so it sees every GPU: denied
+    sysadmin = _debugged(GOOD_GPU_POD, {**CUDA_DEBUG, "securityContext": {"privileged": True}})
+    answer = apiserver.send("/validate", apiserver.review(sysadmin, old=GOOD_GPU_POD, operation="UPDATE",
+                                                          sub_resource="ephemeralcontainers"))
+    assert not answer.allowed and "[device-access-bypass]" in answer.message
+    assert "spec.ephemeralContainers[0].securityContext.privileged" in answer.message

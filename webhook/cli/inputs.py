@@ -75,6 +75,17 @@ def _parse(text: str, name: str, errors: list[str]) -> list:
     return docs
 
 
+def _list_item(item: dict, list_kind: str, api_version) -> dict:
+    """An item as its own document. `kubectl get pods -o json` gives a PodList whose items carry no kind nor
+    apiVersion: items of a typed list take the list's (PodList -> Pod); a plain `List`'s keep their own."""
+    if list_kind == "List" or (type(item.get("kind")) is str and item["kind"]):
+        return item
+    out = {"kind": list_kind[: -len("List")], **item}
+    if "apiVersion" not in item and type(api_version) is str:
+        out = {"apiVersion": api_version, **out}
+    return out
+
+
 def read_inputs(args: list[str]) -> Inputs:
     errors: list[str] = []
     documents: list[Document] = []
@@ -99,10 +110,14 @@ def read_inputs(args: list[str]) -> Inputs:
             kind = doc.get("kind")
             if type(kind) is str and kind.endswith("List") and type(doc.get("items")) is list:
                 for j, item in enumerate(doc["items"]):
-                    if type(item) is dict:
-                        documents.append(Document(item, label, i, j))
-                    else:
+                    if type(item) is not dict:
                         errors.append(f"{label}: document {i}, item {j}: not an object")
+                        continue
+                    item = _list_item(item, kind, doc.get("apiVersion"))
+                    if type(item.get("kind")) is not str or not item["kind"]:
+                        errors.append(f"{label}: document {i}, item {j}: has no kind (items of a List keep their own)")
+                        continue
+                    documents.append(Document(item, label, i, j))
                 continue
             if type(kind) is not str or not kind:
                 errors.append(f"{label}: document {i}: has no kind")

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, TypeVar
 
+from webhook.objects.selectors import NON_GPU_DEVICE_TYPES, ClassSelectors
 from webhook.rules import Action, Rule
 
 T = TypeVar("T")
@@ -35,6 +36,7 @@ class DeviceClassInfo:
     device_type: str | None = None
     extended_resource_name: str | None = None
     legacy_fields: tuple[str, ...] = ()  # e.g. ("suitableNodes",): fields no 1.34+ cluster accepts
+    unknown: str | None = None  # why what the class selects cannot be told (its CEL selectors): unresolved
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +191,15 @@ class Policy:
     exclusive_label: str = "workload.example.com/gpu-exclusive"
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)
+    # derived once from the fields above, and what the policy keeps for itself (issue 13): see __post_init__
+    cohort_names: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    # nodeSelector items -> what they mean for cohort choice (webhook/policy/cohorts.py), kept per policy
+    selector_readings: dict = field(init=False, repr=False, compare=False, default_factory=dict)
+    # node label key -> names of the cohorts that do not declare it (their nodes may carry any value)
+    label_undeclared: Mapping[str, frozenset[str]] = field(init=False, repr=False, compare=False,
+                                                           default_factory=lambda: EMPTY)
+    # DeviceClass selectors evaluated for this policy's GPU drivers, each verdict cached by content
+    class_selectors: ClassSelectors = field(init=False, repr=False, compare=False, default=None)  # type: ignore[assignment]
     # derived once (read on every admission request): see __post_init__
     # node label key -> value -> names of the cohorts whose nodes carry that label
     label_cohorts: Mapping[str, Mapping[str, frozenset[str]]] = field(init=False, repr=False, compare=False,
@@ -211,6 +222,11 @@ class Policy:
         object.__setattr__(self, "label_cohorts", MappingProxyType(
             {k: MappingProxyType({v: frozenset(names) for v, names in vals.items()}) for k, vals in carrying.items()}))
         object.__setattr__(self, "discriminating_labels", MappingProxyType(telling))
+        object.__setattr__(self, "class_selectors", ClassSelectors(self.gpu_drivers))
+        names = frozenset(c.name for c in self.cohorts)
+        object.__setattr__(self, "cohort_names", names)
+        object.__setattr__(self, "label_undeclared", MappingProxyType(
+            {k: names - frozenset().union(*vals.values()) for k, vals in carrying.items()}))
         object.__setattr__(self, "overridden_namespaces",
                            frozenset(n for o in self.namespace_overrides for n in o.namespaces))
 
@@ -230,6 +246,10 @@ class Policy:
             if c.name == name:
                 return c
         return None
+
+    def selects_gpus(self, info: DeviceClassInfo | None) -> bool:
+        """The class gives GPUs (or MIG / VFIO slices of one): a GPU driver's device of a GPU type."""
+        return info is not None and info.driver in self.gpu_drivers and info.device_type not in NON_GPU_DEVICE_TYPES
 
     def is_exempt(self, namespace: str | None) -> bool:
         return bool(namespace) and (namespace in self.exempt_namespaces or namespace == self.service_namespace)

@@ -24,6 +24,7 @@ def _evaluate(request: dict, policy: Policy, resolver: Resolver, *, validating: 
         obj, policy=policy, resolver=resolver, operation=as_str(request.get("operation")) or "CREATE",
         namespace=as_str(request.get("namespace")), user_info=as_dict(request.get("userInfo")),
         kind=as_str(as_dict(request.get("kind")).get("kind")), validate=validating, mutate=not validating,
+        sub_resource=as_str(request.get("subResource")), old=as_dict(request.get("oldObject")),
     )
 
 

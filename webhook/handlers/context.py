@@ -66,12 +66,18 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
         # The request's user matters only to the policy's exceptions.
         return base if not user or not policy.exceptions else \
             Context(classes=base.classes, extended=base.extended, user=user)
-    classes = classes_from_objects(policy, listed.value) if listed else dict(base.classes)
     misses: dict[str, str] = {}
+    classes = classes_from_objects(policy, listed.value, misses) if listed else dict(base.classes)
     for name in sorted(class_names):
         found = resolver.device_class(name)
         if found.found and type(found.value) is dict:
-            classes[name] = device_class_info(found.value, policy.device_classes.get(name))
+            info = device_class_info(found.value, policy, policy.device_classes.get(name))
+            if info.unknown:
+                classes.pop(name, None)
+                misses[name] = info.unknown
+            else:
+                classes[name] = info
+                misses.pop(name, None)
         elif name not in classes:
             misses[name] = found.reason
     return Context(

@@ -1,24 +1,35 @@
 """One object through the engine, as the CLI, the audit and both webhooks see it."""
 from __future__ import annotations
 
+from typing import Mapping
+
 from webhook.config.model import Policy
 from webhook.handlers.context import build_context
 from webhook.lookups.base import Resolver
-from webhook.objects.access import as_str
-from webhook.objects.podspec import pod_view
+from webhook.objects.access import as_dict, as_str
+from webhook.objects.kinds import foreign_kind
+from webhook.objects.podspec import added_ephemeral_containers, display_name, pod_view
 from webhook.policy.engine import evaluate, exempt, object_namespace
 from webhook.policy.results import Evaluation
 
 
 def evaluate_object(obj: dict, *, policy: Policy, resolver: Resolver, operation: str = "CREATE",
                     namespace: str | None = None, user_info: dict | None = None, kind: str | None = None,
-                    validate: bool = True, mutate: bool = True) -> Evaluation:
+                    validate: bool = True, mutate: bool = True, sub_resource: str | None = None,
+                    old: Mapping | None = None) -> Evaluation:
+    """`sub_resource` and `old` as the request gives them: an UPDATE of pods/ephemeralcontainers (`kubectl
+    debug`) is judged by the ephemeral containers it adds, which are those of `obj` that `old` lacks."""
     kind = as_str(obj.get("kind")) or kind or ""
+    foreign = foreign_kind(obj, kind)
+    if foreign:
+        return Evaluation(kind, as_str(as_dict(obj.get("metadata")).get("namespace")) or namespace or "",
+                          display_name(obj), skipped=foreign)
     namespace = object_namespace(obj, kind, namespace or "")
     skipped = exempt(obj, kind, namespace, policy)
     if skipped is not None:
         return skipped  # before any lookup: exempt namespaces cost nothing
     view = pod_view(obj, kind, namespace)  # None for kinds without a pod spec; built once, read by both
     context = build_context(obj, kind, namespace, policy=policy, resolver=resolver, user=user_info, view=view)
+    added = added_ephemeral_containers(obj, old) if sub_resource == "ephemeralcontainers" and kind == "Pod" else None
     return evaluate(obj, kind=kind, namespace=namespace, policy=policy, context=context, operation=operation,
-                    validate=validate, mutate=mutate, view=view)
+                    validate=validate, mutate=mutate, view=view, added_ephemeral=added)

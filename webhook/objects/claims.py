@@ -2,7 +2,6 @@
 directly on the request), normalised to what their v1 conversion means."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -99,21 +98,3 @@ def claim_spec(obj: Mapping, kind: str) -> ClaimSpec:
         if (c := _config(r, f"{path}.devices.config[{i}]"))
     )
     return ClaimSpec(api_version, path, requests, configs, as_str(spec.get("resourceClassName")))
-
-
-_DRIVER = re.compile(r"""device\.driver\s*==\s*(["'])([^"']+)\1""")
-_TYPE = re.compile(r"""device\.attributes\[\s*(["'])([^"']+)\1\s*\]\.type\s*==\s*(["'])([^"']+)\3""")
-
-
-def class_selectors(obj: Mapping) -> tuple[str | None, str | None]:
-    """(driver, device type) a DeviceClass's CEL selectors pin, either quote style; None where they do not."""
-    driver = device_type = None
-    for sel in as_list(as_dict(obj.get("spec")).get("selectors")):
-        expr = as_str(as_dict(as_dict(sel).get("cel")).get("expression"))
-        if not expr:
-            continue
-        if driver is None and (m := _DRIVER.search(expr)):
-            driver = m.group(2)
-        if device_type is None and (m := _TYPE.search(expr)):
-            device_type = m.group(4)
-    return driver, device_type

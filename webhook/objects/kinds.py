@@ -44,5 +44,22 @@ LEGACY_DRA_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceC
                               "ResourceClaimParameters", "ResourceClassParameters", "PodSchedulingContext"})
 
 
+def api_group(api_version) -> str | None:
+    """The API group of an apiVersion ("" for core's "v1"); None when there is no apiVersion to read."""
+    if type(api_version) is not str or not api_version:
+        return None
+    return api_version.rpartition("/")[0]
+
+
+def foreign_kind(obj: Mapping, kind: str) -> str | None:
+    """Why an object whose kind bears one of our names is not ours ("a batch.volcano.sh Job"), else None:
+    kinds are matched with their API group (Volcano's, Kubeflow's and Ray's Jobs are not batch/v1 Jobs)."""
+    info = BY_KIND.get(kind)
+    group = api_group(obj.get("apiVersion"))
+    if info is None or group is None or group == info.group:
+        return None
+    return (f"kind {kind} of API group {group} is not the {info.group or 'core'} {kind} gpu-admission handles")
+
+
 def is_legacy_dra(obj: Mapping) -> bool:
     return obj.get("apiVersion") in LEGACY_DRA_VERSIONS and obj.get("kind") in LEGACY_DRA_KINDS

@@ -118,3 +118,12 @@ def claim_reference(entry: Mapping) -> tuple[str | None, str | None, bool]:
     if name:
         return "ResourceClaim", name, legacy
     return None, None, legacy
+
+
+def added_ephemeral_containers(obj: Mapping, old: Mapping | None) -> frozenset[str]:
+    """Names of the ephemeral containers `obj` has and `old` has not (ephemeral containers are never changed
+    nor removed once added, so a name tells a new one)."""
+    def names(o) -> set:
+        spec = as_dict(as_dict(o).get("spec"))
+        return {c["name"] for c in as_list(spec.get("ephemeralContainers")) if type(c) is dict and type(c.get("name")) is str}
+    return frozenset(names(obj) - names(old or {}))

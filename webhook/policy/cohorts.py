@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Final, Mapping
 
 from webhook.config.model import Cohort, Policy
-from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.access import NO_DICT, as_dict, as_list, as_str
 from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
 
@@ -17,10 +17,11 @@ AFFINITY_PATH = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExec
 class CohortChoice:
     """A plain class with Final fields, built on every request: see podspec.Container."""
 
-    __slots__ = ("cohort", "source", "conflict", "path", "excluded", "paths")
+    __slots__ = ("cohort", "source", "conflict", "path", "excluded", "paths", "admitted")
 
     def __init__(self, cohort: Cohort | None = None, source: str | None = None, conflict: tuple[str, ...] = (),
-                 path: str = "", excluded: tuple[str, ...] = (), paths: tuple[str, ...] = ()) -> None:
+                 path: str = "", excluded: tuple[str, ...] = (), paths: tuple[str, ...] = (),
+                 admitted: tuple[str, ...] = ()) -> None:
         self.cohort: Final = cohort
         self.source: Final = source  # selector | namespace | inferred
         self.conflict: Final = conflict  # names of the cohorts a contradictory selector targets
@@ -29,75 +30,156 @@ class CohortChoice:
         # default or an inferred cohort must never be one of them (the pod would never schedule there).
         self.excluded: Final = excluded
         self.paths: Final = paths  # every field that names a cohort (nodeSelector, required affinity)
+        # When no cohort is chosen but the selection admits only cohort nodes: those cohorts (several)
+        self.admitted: Final = admitted
 
 
 NONE = CohortChoice()
 
 
-def _expression_allows(expr: Mapping, labels) -> bool:
-    key = as_str(expr.get("key"))
-    op = expr.get("operator")
-    values = as_list(expr.get("values"))
+def _allows(op, values, value: str | None) -> bool | None:
+    """Whether a node whose label is `value` (None: absent) satisfies one requirement; None: no verdict."""
     if op == "In":
-        return labels.get(key) in values
+        return value in values
     if op == "NotIn":
-        return labels.get(key) not in values
+        return value not in values
     if op == "Exists":
-        return key in labels
+        return value is not None
     if op == "DoesNotExist":
-        return key not in labels
-    return True  # Gt / Lt and anything unknown: no verdict
+        return value is None
+    if op in ("Gt", "Lt"):
+        if len(values) != 1 or type(values[0]) is not str or not values[0].lstrip("-").isdigit():
+            return None  # the apiserver refuses it; no verdict
+        if value is None or not value.lstrip("-").isdigit():
+            return False  # Kubernetes: a label that is not an integer never matches Gt/Lt
+        return int(value) > int(values[0]) if op == "Gt" else int(value) < int(values[0])
+    return None
+
+
+def _requirements(selector: Mapping, term) -> list[tuple[str, str, tuple]] | None:
+    """One node selector term ANDed with nodeSelector, as (key, operator, values); None: the term matches no
+    node (Kubernetes skips a term with neither matchExpressions nor matchFields)."""
+    reqs = [(k, "In", (v,)) for k, v in selector.items() if type(k) is str and type(v) is str]
+    if term is None:
+        return reqs
+    term = as_dict(term)
+    exprs = as_list(term.get("matchExpressions"))
+    if not exprs and not as_list(term.get("matchFields")):
+        return None
+    for e in exprs:
+        if type(e) is dict and type(e.get("key")) is str:
+            reqs.append((e["key"], as_str(e.get("operator")) or "", tuple(as_list(e.get("values")))))
+    return reqs  # matchFields (metadata.name): a named node, whose cohort is unknown: it narrows nothing here
+
+
+def _term_cohorts(reqs, policy: Policy) -> tuple[frozenset[str], bool]:
+    """(cohorts whose nodes the term admits, whether it also admits nodes of no cohort). A node carries a
+    cohort's value of a label that tells cohorts apart only if it is that cohort's (the allocation label
+    alone is enough); labels a cohort does not declare may be anything on its nodes."""
+    carrying = policy.label_cohorts
+    keys = policy.discriminating_labels
+    admitted = policy.cohort_names
+    pinned = False
+    for key, op, values in reqs:
+        by_value = carrying.get(key)
+        if by_value is None:
+            continue  # no cohort declares the key: any cohort's node may satisfy it
+        if op == "In" and all(type(v) is str for v in values):
+            # the common case (nodeSelector, In): set algebra on what the policy derived once
+            allowed = policy.label_undeclared[key].union(*(by_value.get(v, ()) for v in values))
+            if key in keys and values and all(v in keys[key] for v in values):
+                pinned = True
+        else:
+            allowed = frozenset(c.name for c in policy.cohorts
+                                if key not in c.node_labels or _allows(op, values, c.node_labels[key]) is not False)
+        admitted = admitted & allowed
+        if not admitted and pinned:
+            break
+    return admitted, not pinned
 
 
 def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
+    """The cohort the pod's node selection binds it to. Required affinity is an OR of terms, each ANDed with
+    nodeSelector: a cohort is chosen only when every term admits its nodes and no others."""
     spec = view.spec
     selector = as_dict(spec.get("nodeSelector"))
     affinity = spec.get("affinity")
-    terms = as_list(as_dict(as_dict(as_dict(affinity).get("nodeAffinity")).get(
-        "requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms")) if affinity else ()
-    if not selector and not terms:
+    required = as_dict(as_dict(as_dict(affinity).get("nodeAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")) if affinity else NO_DICT
+    has_terms = "nodeSelectorTerms" in required
+    if not selector and not has_terms:
         return NONE
+    if has_terms:
+        terms = as_list(required.get("nodeSelectorTerms"))
+        if not terms:
+            # No term at all (the apiserver refuses it): no node matches, and no cohort is to blame.
+            return CohortChoice(path=f"{view.prefix}.{AFFINITY_PATH}", excluded=_excluded(frozenset(), policy))
+        reading = _read(selector, terms, policy)
+    else:
+        # nodeSelector alone: what it means depends on its items only, and most pods share a few
+        # (the cohorts' labels), so the policy keeps the readings
+        try:
+            key = tuple(selector.items())
+            reading = policy.selector_readings.get(key)
+        except TypeError:  # a value that is not hashable: not a label value anyway
+            key, reading = None, None
+        if reading is None:
+            reading = _read(selector, None, policy)
+            if key is not None:
+                if len(policy.selector_readings) >= _READINGS_LIMIT:
+                    policy.selector_readings.clear()
+                policy.selector_readings[key] = reading
+    named, by_selector, by_affinity, admitted, open_ = reading
+    selector_path = f"{view.prefix}.nodeSelector"
+    affinity_path = f"{view.prefix}.{AFFINITY_PATH}"
+    paths = ([selector_path] if by_selector else []) + ([affinity_path] if by_affinity else [])
+    path = affinity_path if by_affinity or (has_terms and not named) else selector_path
+    if not admitted and not open_:
+        # Nothing can satisfy it: a contradiction when it names cohorts, else (no terms that match) no choice.
+        if named:
+            return CohortChoice(conflict=named, path=path, paths=tuple(paths))
+        return CohortChoice(path=path, excluded=_excluded(admitted, policy))
+    if len(admitted) == 1 and not open_:
+        (name,) = admitted
+        return CohortChoice(policy.cohort(name), SELECTOR, path=" and ".join(paths) or path)
+    return CohortChoice(path=path, excluded=_excluded(admitted, policy),
+                        admitted=() if open_ else tuple(sorted(admitted)))
+
+
+_READINGS_LIMIT = 256
+
+
+def _excluded(admitted, policy: Policy) -> tuple[str, ...]:
+    return tuple(sorted(c.name for c in policy.cohorts if c.name not in admitted))
+
+
+def _read(selector: Mapping, terms, policy: Policy) -> tuple[tuple[str, ...], bool, bool, frozenset[str], bool]:
+    """(names of the cohorts it names, whether nodeSelector names one, whether the affinity does, cohorts
+    some term admits, whether some term admits nodes of no cohort). `terms` None: nodeSelector alone."""
     keys = policy.discriminating_labels
-    carrying = policy.label_cohorts
-    named: dict[str, Cohort] = {}
-    candidates: frozenset[str] | None = None  # the cohorts whose labels the selection allows; None: all
-    path = f"{view.prefix}.nodeSelector"
-    paths: list[str] = []
+    named: set[str] = set()
+    by_selector = by_affinity = False
     for k, v in selector.items():
-        if type(v) is not str:
-            continue  # not a label value: reads as absent
-        if k in keys and v in keys[k]:
-            named[keys[k][v].name] = keys[k][v]
-            paths[:] = [path]
-        if k in carrying:
-            allowed = carrying[k].get(v, frozenset())
-            candidates = allowed if candidates is None else candidates & allowed
-    if terms:
-        allowed_by_terms: set[str] = set()
-        for term in terms:
-            exprs = [e for e in as_list(as_dict(term).get("matchExpressions"))
-                     if type(e) is dict and type(e.get("key")) is str]
-            for e in exprs:
-                if e.get("operator") == "In" and e["key"] in keys:
+        if type(v) is str and k in keys and v in keys[k]:
+            named.add(keys[k][v].name)
+            by_selector = True
+    admitted: frozenset[str] = frozenset()
+    open_ = False
+    for term in terms if terms is not None else (None,):
+        if term is not None:
+            for e in as_list(as_dict(term).get("matchExpressions")):
+                if type(e) is dict and e.get("operator") == "In" and type(e.get("key")) is str and e["key"] in keys:
                     for value in as_list(e.get("values")):
                         if type(value) is str and value in keys[e["key"]]:
-                            c = keys[e["key"]][value]
-                            named[c.name] = c
-                            path = f"{view.prefix}.{AFFINITY_PATH}"
-                            if path not in paths:
-                                paths.append(path)
-            for c in policy.cohorts:
-                if all(_expression_allows(e, c.node_labels) for e in exprs if e["key"] in carrying):
-                    allowed_by_terms.add(c.name)
-        candidates = frozenset(allowed_by_terms) if candidates is None else candidates & allowed_by_terms
-    if not named:
-        excluded = tuple(sorted(c.name for c in policy.cohorts if candidates is not None and c.name not in candidates))
-        return CohortChoice(path=path if not terms else f"{view.prefix}.{AFFINITY_PATH}", excluded=excluded) \
-            if excluded else NONE
-    chosen = [c for n, c in named.items() if candidates is None or n in candidates]
-    if len(chosen) == 1:
-        return CohortChoice(chosen[0], SELECTOR, path=path)
-    return CohortChoice(conflict=tuple(sorted(named)), path=path, paths=tuple(paths))
+                            named.add(keys[e["key"]][value].name)
+                            by_affinity = True
+        reqs = _requirements(selector, term)
+        if reqs is None:
+            continue  # matches no node
+        cohorts_, other = _term_cohorts(reqs, policy)
+        admitted = admitted | cohorts_
+        open_ = open_ or other
+    return tuple(sorted(named)), by_selector, by_affinity, admitted, open_
 
 
 def from_namespace(view: PodView, policy: Policy, context: Context, excluded: tuple[str, ...] = ()) -> CohortChoice:

@@ -9,7 +9,6 @@ from typing import Mapping
 from webhook.config.model import DeviceClassInfo, Policy
 from webhook.lookups.base import Lookup
 from webhook.objects.access import as_dict, as_str
-from webhook.objects.claims import class_selectors
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
 
 _EMPTY: Mapping = MappingProxyType({})
@@ -32,11 +31,15 @@ class Context:
         return self.classes.get(name) if name else None
 
 
-def device_class_info(obj: Mapping, known: DeviceClassInfo | None = None) -> DeviceClassInfo:
-    """Read a DeviceClass object: driver and type from its CEL selectors, else from the config's entry."""
+def device_class_info(obj: Mapping, policy: Policy, known: DeviceClassInfo | None = None) -> DeviceClassInfo:
+    """Read a DeviceClass object: driver and device type by evaluating its CEL selectors (the object is what
+    the cluster allocates by, so it wins over the config's entry of that name, which gives only the name)."""
     meta = as_dict(obj.get("metadata"))
     spec = as_dict(obj.get("spec"))
-    driver, device_type = class_selectors(obj)
+    selection = policy.class_selectors.selection(obj)  # type: ignore[arg-type]
+    if selection.unknown and known is not None:
+        # The policy's entry vouches for what a class the runtime cannot read selects.
+        selection = type(selection)(known.driver, known.device_type)
     legacy = []
     if "suitableNodes" in spec:
         legacy.append("spec.suitableNodes")
@@ -44,10 +47,11 @@ def device_class_info(obj: Mapping, known: DeviceClassInfo | None = None) -> Dev
         legacy.append("apiVersion")
     return DeviceClassInfo(
         name=as_str(meta.get("name")) or (known.name if known else ""),
-        driver=driver or (known.driver if known else None),
-        device_type=device_type or (known.device_type if known else None),
+        driver=selection.driver,
+        device_type=selection.device_type,
         extended_resource_name=as_str(spec.get("extendedResourceName")),
         legacy_fields=tuple(legacy),
+        unknown=selection.unknown,
     )
 
 
@@ -60,13 +64,19 @@ def _make_base_context(policy: Policy) -> Context:
     return Context(classes=policy.device_classes, extended=MappingProxyType(extended_map(policy.device_classes)))
 
 
-def classes_from_objects(policy: Policy, objects) -> dict[str, DeviceClassInfo]:
-    """DeviceClass dicts (bundle or cluster) read into infos, layered over the config's."""
+def classes_from_objects(policy: Policy, objects, misses: dict[str, str]) -> dict[str, DeviceClassInfo]:
+    """DeviceClass dicts (bundle or cluster) read into infos, layered over the config's. A class whose
+    selectors cannot be read goes to `misses` (name -> why) instead, and hides the config's entry."""
     out = dict(policy.device_classes)
     for obj in objects:
         if type(obj) is dict:
-            info = device_class_info(obj, policy.device_classes.get(as_str(as_dict(obj.get("metadata")).get("name")) or ""))
-            if info.name:
+            info = device_class_info(obj, policy, policy.device_classes.get(as_str(as_dict(obj.get("metadata")).get("name")) or ""))
+            if not info.name:
+                continue
+            if info.unknown:
+                out.pop(info.name, None)
+                misses[info.name] = info.unknown
+            else:
                 out[info.name] = info
     return out
 

@@ -47,17 +47,21 @@ _STRENGTH = {Action.OFF: 0, Action.AUDIT: 1, Action.WARN: 2, Action.ENFORCE: 3}
 
 
 def evaluate(obj: dict, *, kind: str, namespace: str, policy: Policy, context: Context, operation: str = "CREATE",
-             validate: bool = True, mutate: bool = True, view: PodView | None = None) -> Evaluation:
+             validate: bool = True, mutate: bool = True, view: PodView | None = None,
+             added_ephemeral: frozenset[str] | None = None) -> Evaluation:
     """Evaluate `obj` as the webhooks would on `operation`: for a Pod on CREATE the mutating webhook's patch
     first (`mutate`), then the validating rules on the mutated Pod (`validate`).
 
     `kind` and `namespace` are the object's, as `object_namespace` reads them; exempt namespaces were
-    skipped before (`exempt`). `view` is the object's pod view when the caller has already built it."""
+    skipped before (`exempt`). `view` is the object's pod view when the caller has already built it.
+    `added_ephemeral`: on an UPDATE of pods/ephemeralcontainers, the names of the ephemeral containers it
+    adds: only those are mutated (hide-gpus) and only what concerns them is reported."""
     plan = _plan(policy, namespace)
     info = BY_KIND.get(kind)
     if info is not None and info.pod_spec_path is not None:
         view = view or view_of(obj, info, namespace)
-        return _pod_bearing(obj, view, view.name, namespace, operation, policy, context, plan, validate, mutate)
+        return _pod_bearing(obj, view, view.name, namespace, operation, policy, context, plan, validate, mutate,
+                            added_ephemeral)
     name = display_name(obj)
     if not validate:
         return Evaluation(kind, namespace, name, dry_run=plan.dry_run, skipped=f"{kind} objects are never mutated")
@@ -156,7 +160,8 @@ def _run_checks(checks, facts, context, policy, lifted, errors: list) -> list[Fi
     return findings
 
 
-def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, validate, mutate) -> Evaluation:
+def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, validate, mutate,
+                 added_ephemeral=None) -> Evaluation:
     kind = view.kind.kind
     facts = analyse(view, policy, context)
     lifted = _lifted(policy, namespace, name, view.spec, context.user)
@@ -166,9 +171,11 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, v
     mutations: list[Mutation] = []
     mutated = None
     patch: tuple = ()
-    if mutate and view.kind.mutated and operation == "CREATE":
+    debug = added_ephemeral is not None
+    if mutate and view.kind.mutated and (operation == "CREATE" or debug):
         work = Draft(obj)
-        for mutation in plan.mutations:
+        # A debug container's update may change nothing else: only hide-gpus, on the added containers.
+        for mutation in plan.mutations if not debug else [m for m in plan.mutations if m is hide_gpus]:
             rule = mutation.RULE
             if rule in lifted:
                 continue
@@ -176,7 +183,8 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, v
             apply = not dry_run and action is not Action.AUDIT
             target = work if apply or dry_run else Draft(work.root)
             try:
-                records = mutation.mutate(target, facts, policy)
+                records = mutation.mutate(target, facts, policy) if not debug else \
+                    hide_gpus.mutate(target, facts, policy, ephemeral=added_ephemeral)
             except Exception as exc:
                 errors.append(_failed(rule, exc, policy, deniable=False))  # /mutate never denies
                 continue
@@ -193,9 +201,18 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, v
                 view = view_of(mutated, view.kind, namespace)
                 facts = analyse(view, policy, context)
     findings = _run_checks(plan.checks, facts, context, policy, lifted, errors) if validate else []
+    if debug and findings:
+        findings = _about(findings, view, added_ephemeral)
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
     return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted) + reported),
                       patch, mutated if patch else None, dry_run, cohort, tuple(errors), mutations=tuple(mutations))
+
+
+def _about(findings: list[Finding], view: PodView, names: frozenset[str]) -> list[Finding]:
+    """The findings about the given ephemeral containers: what a debug container's update changes (the
+    rest of the pod was admitted, or not, when it was created)."""
+    prefixes = tuple(c.path for c in view.containers if c.section == "ephemeralContainers" and c.name in names)
+    return [f for f in findings if any(f.path == p or f.path.startswith((p + ".", p + "[")) for p in prefixes)]
 
 
 def claim_cohort(policy: Policy, namespace: str) -> Cohort | None:
@@ -218,7 +235,7 @@ def _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions) -
         findings += legacy_api.check_object(subject, obj, spec, None, policy)
         leaves = tuple(leaf for req in spec.requests for leaf in req.leaves()
                        if (info := context.device_class(leaf.device_class)) is not None
-                       and info.driver in policy.gpu_drivers)
+                       and policy.selects_gpus(info))
         cohort = claim_cohort(policy, namespace)
         if leaves or any(not r.has_shape for r in spec.requests):
             findings += _guarded(Rule.CLAIM_SHAPE, errors, policy, lambda: claim_shape.check_claim(
@@ -230,7 +247,7 @@ def _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions) -
             findings += _guarded(Rule.RESOURCE_NOT_OFFERED, errors, policy,
                                  lambda: resource_not_offered.check_claim(subject, leaves, cohort, context, policy))
     else:
-        info = device_class_info(obj) if kind == "DeviceClass" else None
+        info = device_class_info(obj, policy) if kind == "DeviceClass" else None
         findings += legacy_api.check_object(subject, obj, None, info, policy)
     return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted)), dry_run=dry_run,
                       cohort=cohort.name if cohort else None, errors=tuple(errors))

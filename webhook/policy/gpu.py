@@ -131,7 +131,7 @@ def _claim_uses(view: PodView, policy: Policy, context: Context) -> tuple[ClaimU
                         if info is None:
                             if leaf.device_class:
                                 unknown.append(leaf.device_class)
-                        elif info.driver in policy.gpu_drivers:
+                        elif policy.selects_gpus(info):
                             gpu.append(leaf)
         out.append(ClaimUse(name, path, ref_kind, ref_name, legacy, spec, unresolved, tuple(gpu),
                             tuple(dict.fromkeys(unknown)), tuple(users.get(name, ()))))
@@ -174,14 +174,14 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
                     info = context.device_class(name[len(IMPLICIT_PREFIX):])
                     if info is None:
                         unknown.append(ResourceUse(c, name, count, path))
-                    elif info.driver in policy.gpu_drivers:
+                    elif policy.selects_gpus(info):
                         dra.append(ResourceUse(c, name, count, path, info))
                     continue
                 served = extended.get(name)
                 # KEP-5004: a DeviceClass's extendedResourceName lets DRA serve a plain resource; which
                 # mechanism the name means then depends on the cohort the pod is bound for.
                 # A name the device plugin never advertises (e.g. example.com/gpu) means DRA wherever it is served.
-                if served is not None and served.driver in policy.gpu_drivers and (
+                if served is not None and policy.selects_gpus(served) and (
                     not is_gpu_resource(name) or (target is not None and target.mechanism == DRA)
                     or (target is None and not _device_plugin_cohort(policy, excluded))
                 ):

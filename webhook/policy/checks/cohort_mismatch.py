@@ -14,16 +14,30 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if choice.conflict:
         return _conflict(facts, choice, policy)
     cohort = choice.cohort
-    if cohort is None or choice.source == INFERRED:
+    if cohort is None:
+        # Several cohorts' nodes and no others: a mismatch only when none of them runs the pod's mechanism.
+        admitted = [c for c in (policy.cohort(n) for n in choice.admitted) if c is not None]
+        if not admitted or not facts.mechanisms:
+            return []
+        where = (f"the cohorts {names(_quoted([c.name for c in admitted]))}, the only ones its node selection "
+                 f"({choice.path}) admits")
+        running = {c.mechanism for c in admitted}
+        out = []
+        if DEVICE_PLUGIN not in running and facts.device_plugin:
+            out += _mechanism(facts, next((c for c in admitted if c.mechanism == DRA), admitted[0]), where, policy,
+                              device_plugin=True)
+        if DRA not in running and (facts.gpu_claims or facts.dra_resources):
+            out += _mechanism(facts, next((c for c in admitted if c.mechanism == DEVICE_PLUGIN), admitted[0]), where,
+                              policy, dra=True)
+        return out
+    if choice.source == INFERRED:
         return []
-    found: tuple[object, ...]
+    where = f'cohort "{cohort.name}" (chosen by {choice.path})'
     if cohort.mechanism == DRA:
-        found = facts.device_plugin
-    elif cohort.mechanism == DEVICE_PLUGIN:
-        found = facts.gpu_claims or facts.dra_resources
-    else:
-        found = ()
-    return _mechanism(facts, cohort, choice, policy) if found else []
+        return _mechanism(facts, cohort, where, policy, device_plugin=True) if facts.device_plugin else []
+    if cohort.mechanism == DEVICE_PLUGIN:
+        return _mechanism(facts, cohort, where, policy, dra=True) if facts.gpu_claims or facts.dra_resources else []
+    return []
 
 
 def _conflict(facts, choice, policy):
@@ -42,32 +56,33 @@ def _conflict(facts, choice, policy):
             policy, RULE, subject, f'node selection ({where}) names cohort "{named.name}" but {rules_out}',
             "no node can satisfy both, so the pod never schedules",
             f"select the cohort's nodes by their labels ({labels}) without contradicting them"))]
+    # Every term needs these cohorts' nodes at once (an OR of terms that admits any node is no conflict).
     return [Finding(RULE, choice.path, message(
         policy, RULE, subject,
-        f"node selection ({where}) targets the cohorts {names(_quoted(choice.conflict))}",
-        "a pod runs on exactly one GPU cohort and each cohort allocates GPUs its own way",
+        f"node selection ({where}) requires the nodes of the cohorts {names(_quoted(choice.conflict))} at once",
+        f"a node carries one value of {policy.allocation_label}, so no node satisfies it and the pod never schedules",
         f"select the nodes of one cohort only (label {policy.allocation_label})"))]
 
 
-def _mechanism(facts, cohort, choice, policy):
-    """GPUs asked for by the mechanism the pod's cohort does not run."""
+def _mechanism(facts, cohort, where, policy, *, device_plugin=False, dra=False):
+    """GPUs asked for by a mechanism that the cohort(s) the pod is bound for do not run; `cohort` gives the fix."""
     subject = facts.view.subject
-    where = f'cohort "{cohort.name}" (chosen by {choice.path})'
+    that = "those cohorts run" if where.startswith("the cohorts") else "that cohort runs"
     out = []
-    if cohort.mechanism == DRA:
+    if device_plugin:
         for use in facts.device_plugin:
             out.append(Finding(RULE, use.path, message(
                 policy, RULE, subject,
                 f"{use.container.label} requests {use.resource} ({use.path}) but the pod is bound for {where}",
-                "that cohort runs the NVIDIA DRA driver, not the device plugin, so the resource is never offered there",
+                f"{that} the NVIDIA DRA driver, not the device plugin, so the resource is never offered there",
                 f"ask for the GPU with a ResourceClaimTemplate of a {cohort.driver or 'gpu.nvidia.com'} DeviceClass "
                 f"and resources.claims{_other(policy, DEVICE_PLUGIN)}")))
-    elif cohort.mechanism == DEVICE_PLUGIN:
+    if dra:
         for claim in facts.gpu_claims:
             out.append(Finding(RULE, claim.path, message(
                 policy, RULE, subject,
                 f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for GPUs through DRA but the pod is bound for {where}',
-                "that cohort runs the NVIDIA device plugin, whose GPUs DRA cannot allocate",
+                f"{that} the NVIDIA device plugin, whose GPUs DRA cannot allocate",
                 f"request {cohort.gpu_resource()} in resources.limits "
                 f"instead of the claim{_other(policy, DRA)}")))
         for use in facts.dra_resources:
@@ -75,7 +90,7 @@ def _mechanism(facts, cohort, choice, policy):
                 policy, RULE, subject,
                 f"{use.container.label} requests {use.resource} ({use.path}), served by DRA DeviceClass "
                 f'"{use.device_class.name}", but the pod is bound for {where}',
-                "that cohort runs the NVIDIA device plugin, not the DRA driver",
+                f"{that} the NVIDIA device plugin, not the DRA driver",
                 f"request {cohort.gpu_resource()} from the device plugin "
                 f"instead{_other(policy, DRA)}")))
     return out

@@ -1,7 +1,6 @@
-import posixpath
-
 from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.hostpaths import clean, exposes, host_path
 from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
@@ -12,35 +11,53 @@ from webhook.rules import Rule
 RULE = Rule.DEVICE_ACCESS_BYPASS
 # Host paths that hand a container GPUs or the plugins' sockets without allocation.
 DEVICE_PATHS = ("/dev/nvidia", "/run/nvidia", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins")
-DEVICE_LIST_DIR = "/var/run/nvidia-container-devices"  # the toolkit's volume-mounts device list
+# The toolkit's volume-mounts device list: a mount of the host's /dev/null whose cleaned destination begins
+# with this literal string asks for the device named by the rest (nvidia-container-toolkit,
+# internal/config/image/cuda_image.go, requestsFromMounts).
+DEVICE_LIST_DIR = "/var/run/nvidia-container-devices"
 ANNOTATION_PREFIXES = ("cdi.k8s.io/", "nvidia.cdi.k8s.io/", "cdi-devices.nri.io/")
 
 
-def _normalise(path: str) -> str:
-    path = posixpath.normpath("/" + path.strip())
-    if path == "/var/run" or path.startswith("/var/run/"):
-        path = path[len("/var"):]  # /var/run is a link to /run on every supported distribution
-    return path.replace("//", "/")
-
-
 def device_host_path(path: str) -> bool:
-    """The path is a GPU device or plugin socket path, inside one, or a directory that contains one."""
-    if ("nvidia" not in path and "kubelet" not in path and "/." not in path and "//" not in path
-            and path.count("/") > 3):
+    """The host path, as the kernel resolves it, is a GPU device or plugin socket path, inside one, or a
+    directory above one."""
+    if ("nvidia" not in path and "kubelet" not in path and "proc" not in path and "/." not in path
+            and "//" not in path and path.count("/") > 3):
         return False  # fast path: already normal, deeper than any parent of a sensitive path, names none
-    p = _normalise(path)
-    for sensitive in DEVICE_PATHS:
-        if p.startswith(sensitive) or sensitive.startswith(p.rstrip("/") + "/") or p == "/":
-            return True
-    return False
+    return exposes(host_path(path), DEVICE_PATHS)
 
 
-def under_device_list(mount_path: str) -> bool:
+def device_list_request(mount_path: str) -> str | None:
+    """The device the toolkit reads from a /dev/null mount at `mount_path` ("all", "GPU-…"), else None."""
     if "nvidia-container-devices" not in mount_path:
-        return False
-    p = _normalise(mount_path)
-    d = _normalise(DEVICE_LIST_DIR)
-    return p == d or p.startswith(d + "/")
+        return None
+    destination = clean(mount_path)
+    if not destination.startswith(DEVICE_LIST_DIR):
+        return None
+    return destination[len(DEVICE_LIST_DIR):].strip("/") or None
+
+
+def _dev_null_volumes(view: PodView) -> frozenset[str]:
+    """Names of the volumes that are the host's /dev/null: the only source the toolkit reads requests from."""
+    out = set()
+    for vol in as_list(view.spec.get("volumes")):
+        if type(vol) is dict and "hostPath" in vol:
+            path = as_str(as_dict(vol["hostPath"]).get("path"))
+            name = as_str(vol.get("name"))
+            if path and name and host_path(path) == "/dev/null":
+                out.add(name)
+    return frozenset(out)
+
+
+def _resolved(host: str) -> str:
+    """What the host's kernel makes of the path, where that is not what it says, and which sensitive paths a
+    directory above them hands over."""
+    normal = host_path(host)
+    out = f", which the host resolves to {normal}" if normal.rstrip("/") != host.strip().rstrip("/") else ""
+    below = [s for s in DEVICE_PATHS if s.startswith(normal.rstrip("/") + "/")]
+    if below:
+        out += f", a directory above {', '.join(s + '*' if s.endswith('nvidia') else s for s in below)}"
+    return out
 
 
 def _meta_path(view: PodView) -> str:
@@ -51,21 +68,32 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     view = facts.view
     out = []
     gpu_scope = facts.choice.cohort is not None or facts.is_gpu
+    # Say what is true: a GPU pod, or a pod that asks for no GPU but runs on a GPU cohort's nodes.
+    where = "a GPU pod" if facts.is_gpu else \
+        f'a pod bound for the GPU cohort "{facts.choice.cohort.name}"' if facts.choice.cohort else ""
+    dev_null = None
     for c in view.containers:
         if gpu_scope and c.security.get("privileged") is True:
             path = f"{c.path}.securityContext.privileged"
             out.append(Finding(RULE, path, message(
-                policy, RULE, view.subject, f"{c.label} is privileged ({path}) in a GPU pod",
+                policy, RULE, view.subject, f"{c.label} is privileged ({path}) in {where}",
                 "a privileged container sees every GPU on the node, bypassing allocation and isolation",
                 "remove privileged: true; GPUs come through resources.limits or a ResourceClaim")))
         for i, mount in enumerate(c.mounts):
             mp = mount.get("mountPath") if type(mount) is dict else None
-            if type(mp) is str and mp and under_device_list(mp):
+            if type(mp) is not str or not mp:
+                continue
+            device = device_list_request(mp)
+            if device is None:
+                continue
+            if dev_null is None:
+                dev_null = _dev_null_volumes(view)
+            if mount.get("name") in dev_null:
                 path = f"{c.path}.volumeMounts[{i}].mountPath"
                 out.append(Finding(RULE, path, message(
-                    policy, RULE, view.subject, f"{c.label} mounts a volume at {mp} ({path})",
-                    "the container toolkit reads that directory as the list of GPUs to expose (a file named 'all' "
-                    "asks for every GPU), bypassing allocation", "remove the mount")))
+                    policy, RULE, view.subject, f"{c.label} mounts the host's /dev/null at {mp} ({path})",
+                    f'the NVIDIA container toolkit reads such a mount as a request for the device "{device}" '
+                    f"(\"all\" is every GPU on the node), bypassing allocation", "remove the mount")))
     for i, vol in enumerate(as_list(view.spec.get("volumes"))):
         if type(vol) is not dict or "hostPath" not in vol:
             continue
@@ -73,7 +101,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         if host and device_host_path(host):
             path = f"{view.prefix}.volumes[{i}].hostPath.path"
             out.append(Finding(RULE, path, message(
-                policy, RULE, view.subject, f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})',
+                policy, RULE, view.subject, f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})'
+                f"{_resolved(host)}",
                 "GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
                 "remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")))
     annotations = view.meta.get("annotations")

@@ -20,7 +20,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             joined = f"and {other}"
         else:
             joined = f"while {names([c.label for c in users])} use{'s' if len(users) == 1 else ''} {other}"
-        keep = "either the limit or the claim"
+        # the resource is named where the user wrote it: limits, or requests only
+        keep = f"either the {'limit' if dp.path.endswith('.limits') else 'request'} or the claim"
     else:
         use = facts.dra_resources[0]
         served_by = use.device_class.name if use.device_class else "?"  # always set on a DRA-served resource

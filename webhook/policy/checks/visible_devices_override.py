@@ -12,6 +12,9 @@ RULE = Rule.VISIBLE_DEVICES_OVERRIDE
 HIDDEN = "void"  # what hide-gpus sets on containers without a GPU: not an override
 WHY = ("the device plugin or DRA driver makes exactly the allocated GPUs visible; an override hides or misreports them "
        "and grants nothing, and under the nvidia runtime NVIDIA_* variables can expose GPUs the pod never requested")
+# for a pod that asks for no GPU there is nothing allocated to hide or misreport: say what is true of it
+WHY_NO_GPU = ("the pod is allocated no GPU, so the variable grants nothing, and under the nvidia runtime NVIDIA_* "
+              "variables can expose GPUs of the node that no one allocated to it")
 
 
 def _env_sources(container):
@@ -42,6 +45,7 @@ def _source(env: Mapping) -> str:
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     variables = policy.visible_device_variables
     gpu_containers = None
+    why = WHY if facts.is_gpu else WHY_NO_GPU
     out = []
     for c in facts.view.containers:
         for i, env in enumerate(c.env):
@@ -56,7 +60,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             path = f"{c.path}.env[{i}]"
             how = _source(env)
             out.append(Finding(RULE, path, message(
-                policy, RULE, facts.view.subject, f"{c.label} sets {name} ({path}, {how})", WHY,
+                policy, RULE, facts.view.subject, f"{c.label} sets {name} ({path}, {how})", why,
                 f"remove {name} and ask for GPUs with resources.limits or a ResourceClaim")))
         if not c.env_from:
             continue
@@ -68,7 +72,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                 if hits:
                     out.append(Finding(RULE, path, message(
                         policy, RULE, facts.view.subject,
-                        f'{c.label} takes {names(hits)} from {kind} "{name}" ({path}, envFrom)', WHY,
+                        f'{c.label} takes {names(hits)} from {kind} "{name}" ({path}, envFrom)', why,
                         f"remove {names(hits)} from the {kind}, or stop importing it with envFrom")))
             elif not (optional and found is not None and found.reason == "not found") and _gpu_relevant(facts, policy):
                 reason = found.reason if found is not None else "cluster lookups are off"

@@ -1,4 +1,4 @@
-from webhook.objects.access import as_dict, as_list
+from webhook.objects.access import as_dict, as_list, as_str
 from webhook.policy.cohorts import INFERRED, NAMESPACE
 from webhook.rules import Rule
 
@@ -20,6 +20,10 @@ def _tolerated(existing, wanted) -> bool:
 def mutate(draft, facts, policy):
     choice = facts.choice
     if choice.cohort is None or choice.source not in (NAMESPACE, INFERRED):
+        return []
+    if as_str(facts.view.spec.get("nodeName")):
+        # Bound to a node already (static pods' mirrors, controllers that bind): past scheduling, a
+        # nodeSelector that node may not satisfy would only make its kubelet reject the pod.
         return []
     cohort = choice.cohort
     mechanisms = facts.mechanisms

@@ -6,7 +6,10 @@ RULE = Rule.HIDE_GPUS
 VARIABLE = "NVIDIA_VISIBLE_DEVICES"
 
 
-def mutate(draft, facts, policy):
+def mutate(draft, facts, policy, ephemeral: frozenset[str] | None = None):
+    """On pod CREATE: the containers and init containers that request no GPU. On an UPDATE of
+    pods/ephemeralcontainers: the ephemeral containers it adds (`ephemeral`), which never request one; a
+    CUDA image's ENV would otherwise give a debug container NVIDIA_VISIBLE_DEVICES=all."""
     runtime = as_dict(draft.root.get("spec")).get("runtimeClassName")  # after default-runtime-class
     if runtime is None or not any(c.mechanism == DEVICE_PLUGIN and c.runtime_class_name == runtime
                                   for c in policy.cohorts):
@@ -14,7 +17,10 @@ def mutate(draft, facts, policy):
     gpu = facts.gpu_containers()
     records = []
     for c in facts.view.containers:
-        if c.section == "ephemeralContainers" or c.name in gpu:
+        if ephemeral is None:
+            if c.section == "ephemeralContainers" or c.name in gpu:
+                continue
+        elif c.section != "ephemeralContainers" or c.name not in ephemeral:
             continue
         env = as_list(c.raw.get("env"))
         if any(as_dict(e).get("name") == VARIABLE for e in env):

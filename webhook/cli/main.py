@@ -15,7 +15,10 @@ COMMANDS = ("check", "mutate", "audit", "serve", "certs", "host", "version")
 EXIT_CLOSED_STDOUT = 128 + 13  # the shell's status for a command that SIGPIPE ended
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with every command; or, when `argv` names a command first, with that command alone, so that
+    a command imports only what it needs (`host` runs on a GPU host with only the policy's dependencies, no
+    Kubernetes client or web server)."""
     parser = argparse.ArgumentParser(
         prog="gpu-admission",
         description="Admission policy for NVIDIA GPU node cohorts: check manifests, mutate them, audit a "
@@ -23,14 +26,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gpu-admission {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+    for name in (chosen,) if chosen else COMMANDS:
         importlib.import_module(f"webhook.cli.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # output that fit in the buffer meets a closed pipe only here

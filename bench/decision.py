@@ -38,6 +38,8 @@ def measure(fn, rounds: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20000)
+    parser.add_argument("--only", default="", help="run the scenarios whose name contains this text (for "
+                        "instruction counts: valgrind --tool=callgrind at two --rounds, the difference per round)")
     args = parser.parse_args()
     pod = json.loads(POD.read_text())
     policy = default_policy()
@@ -51,6 +53,8 @@ def main() -> None:
     }
     print(f"{'scenario':<28} {'median µs':>10} {'p99 µs':>10}   ({args.rounds} rounds, {POD.name})")
     for name, fn in scenarios.items():
+        if args.only not in name:
+            continue
         median, p99 = measure(fn, args.rounds)
         print(f"{name:<28} {median:>10.1f} {p99:>10.1f}")
 

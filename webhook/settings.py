@@ -21,6 +21,7 @@ ENV_WORKERS = "GPU_ADMISSION_WORKERS"
 ENV_MAX_BODY = "GPU_ADMISSION_MAX_BODY_BYTES"
 ENV_LOG_LEVEL = "GPU_ADMISSION_LOG_LEVEL"
 # Beyond the contract, with defaults that need no setting.
+ENV_HEALTH_BIND = "GPU_ADMISSION_HEALTH_BIND"
 ENV_MAX_CONNECTIONS = "GPU_ADMISSION_MAX_CONNECTIONS"
 ENV_HANDSHAKE_TIMEOUT = "GPU_ADMISSION_HANDSHAKE_TIMEOUT"
 ENV_HEADER_TIMEOUT = "GPU_ADMISSION_HEADER_TIMEOUT"
@@ -48,6 +49,9 @@ class Settings:
     tls_cert: Path | None = None  # None: plain HTTP (tests, or TLS terminated in front)
     tls_key: Path | None = None
     bind: str = "127.0.0.1:8443"
+    # A second listener, plain HTTP, serving only /healthz and /readyz with a connection cap of its own:
+    # the kubelet's probes then never compete with the admission port's connections (the chart sets it).
+    health_bind: str | None = None
     workers: int = 2
     max_body_bytes: int = 3 * MiB
     # Open connections per worker; past it a new connection is reset at once. A connection costs a
@@ -78,6 +82,10 @@ class Settings:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise SettingsError("give both the TLS certificate and its key, or neither")
         _check_bind(self.bind)
+        if self.health_bind is not None:
+            _check_bind(self.health_bind)
+            if self.health_bind.rpartition(":")[2] == self.bind.rpartition(":")[2]:
+                raise SettingsError("the health address must use another port than the bind address")
         for name in ("workers", "max_body_bytes", "max_connections", "keepalive", "graceful_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -104,6 +112,7 @@ class Settings:
             tls_cert=Path(env.get(ENV_TLS_CERT) or DEPLOYED_TLS_CERT),
             tls_key=Path(env.get(ENV_TLS_KEY) or DEPLOYED_TLS_KEY),
             bind=env.get(ENV_BIND) or DEPLOYED_BIND,
+            health_bind=env.get(ENV_HEALTH_BIND) or None,
             workers=_int(env, ENV_WORKERS, default_workers()),
             max_body_bytes=_int(env, ENV_MAX_BODY, 3 * MiB),
             max_connections=_int(env, ENV_MAX_CONNECTIONS, 4096),

@@ -251,3 +251,31 @@ def test_plain_http_on_the_https_port_is_logged_once_a_minute(served):
     time.sleep(0.2)
     assert sum(r.get("event") == "plain-http" for r in served.records()) - before <= 1
     assert sum(r.get("event") == "plain-http" for r in served.records()) >= 1
+
+
+def test_the_probes_listener_answers_while_the_admission_port_is_full(tmp_path):
+    """The chart's probes go to a plain-HTTP listener of their own (GPU_ADMISSION_HEALTH_BIND), with its own
+    cap: a flood that fills the admission port's cap does not fail them, and it serves nothing else."""
+    import http.client
+
+    from .served import free_port
+
+    health = free_port()
+    with serve(tmp_path, WORKERS="1", MAX_CONNECTIONS="20", HEALTH_BIND=f"127.0.0.1:{health}") as s:
+        held = [_silent(s) for _ in range(20)]
+        try:
+            time.sleep(0.3)
+            extra = _silent(s)
+            assert _closed_after(extra) < 0.5  # the admission port is full
+            extra.close()
+            for path, code in (("/healthz", 200), ("/readyz", 200), ("/validate", 404), ("/metrics", 404)):
+                conn = http.client.HTTPConnection("127.0.0.1", health, timeout=2)
+                conn.request("GET", path)
+                response = conn.getresponse()
+                assert response.status == code, path
+                if code == 404:
+                    assert json.loads(response.read())["kind"] == "Status"
+                conn.close()
+        finally:
+            for sock in held:
+                sock.close()

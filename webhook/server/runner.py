@@ -73,6 +73,8 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
 
     def on_starting(server):
         _refuse_taken_address(settings.bind)
+        if settings.health_bind:
+            _refuse_taken_address(settings.health_bind)
         metrics.create()
 
     def post_fork(server, worker):
@@ -103,9 +105,10 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
 
     limits = Limits(handshake_timeout=settings.handshake_timeout, header_timeout=settings.header_timeout,
                     body_timeout=settings.body_timeout, idle_timeout=settings.keepalive,
-                    max_connections=settings.max_connections, max_body_bytes=settings.max_body_bytes)
+                    max_connections=settings.max_connections, max_body_bytes=settings.max_body_bytes,
+                    health_port=int(settings.health_bind.rpartition(":")[2]) if settings.health_bind else None)
     out = {
-        "bind": [settings.bind],
+        "bind": [settings.bind] + ([settings.health_bind] if settings.health_bind else []),
         "workers": settings.workers,
         "worker_class": configured(limits),
         "worker_connections": settings.max_connections,

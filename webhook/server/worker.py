@@ -50,6 +50,11 @@ class Limits:
     idle_timeout: float
     max_connections: int
     max_body_bytes: int
+    health_port: int | None = None  # a plain-HTTP listener of its own for /healthz and /readyz
+
+
+HEALTH_PATHS = frozenset({"/healthz", "/readyz"})
+HEALTH_MAX_CONNECTIONS = 64  # the kubelet's probes: a few at a time
 
 
 class _Deadline(Exception):
@@ -57,16 +62,19 @@ class _Deadline(Exception):
 
 
 class _Listener(StreamServer):
-    """gevent's accept loop, refusing a connection past the worker's cap before anything runs for it."""
+    """gevent's accept loop, refusing a connection past the listener's cap before anything runs for it."""
 
-    def __init__(self, sock, worker: "AdmissionWorker", handle):
-        super().__init__(sock, handle=handle)
+    def __init__(self, sock, worker: "AdmissionWorker", context: ssl.SSLContext | None, *, cap: int, health: bool):
+        super().__init__(sock, handle=partial(worker._connection, self, context))
         self.worker = worker
+        self.cap = cap
+        self.health = health  # the probes' own listener: plain HTTP, health paths only, its own cap
+        self.open = 0
 
     def do_handle(self, client, address):
-        if self.worker.open_connections >= self.worker.limits.max_connections:
+        if self.open >= self.cap:
             _reset(client)
-            self.worker.refused_connection()
+            self.worker.refused_connection(self.cap)
             return
         super().do_handle(client, address)
 
@@ -85,7 +93,7 @@ class AdmissionWorker(GeventWorker):
             super().patch()
 
     def init_process(self):
-        self.open_connections = 0
+        self.listeners: list[_Listener] = []
         self._refused = 0
         self._plain_http = 0
         self._plain_http_logged = 0.0
@@ -94,18 +102,19 @@ class AdmissionWorker(GeventWorker):
 
     def run(self):
         context = ssl_context(self.cfg) if self.cfg.is_ssl else None
-        servers = []
         for s in self.sockets:
             s.setblocking(1)
-            server = _Listener(s, self, partial(self._connection, s, context))
+            health = s.getsockname()[1] == self.limits.health_port
+            server = _Listener(s, self, None if health else context,
+                               cap=HEALTH_MAX_CONNECTIONS if health else self.limits.max_connections, health=health)
             if self.cfg.workers > 1:
                 server.max_accept = 1  # as gunicorn's gevent worker: let sibling workers take their share
             server.start()
-            servers.append(server)
+            self.listeners.append(server)
         while self.alive:
             self.notify()
             gevent.sleep(1.0)
-        for server in servers:
+        for server in self.listeners:
             server.close()  # stop accepting; open connections finish their request, then close
         deadline = time.monotonic() + self.cfg.graceful_timeout
         while self.open_connections and time.monotonic() < deadline:
@@ -114,16 +123,19 @@ class AdmissionWorker(GeventWorker):
         if self.open_connections:
             self.log.warning("Worker graceful timeout (pid:%s)", self.pid)
 
-    def refused_connection(self) -> None:
+    @property
+    def open_connections(self) -> int:
+        return sum(listener.open for listener in self.listeners)
+
+    def refused_connection(self, cap: int) -> None:
         self._refused += 1
         if self._refused in (1, 10, 100) or self._refused % 1000 == 0:
             log.warning("connection refused: the worker holds as many connections as it may", extra={"fields": {
-                "event": "connection-refused", "max_connections": self.limits.max_connections,
-                "refused": self._refused}})
+                "event": "connection-refused", "max_connections": cap, "refused": self._refused}})
 
     # One connection, from accept to close.
-    def _connection(self, listener, context: ssl.SSLContext | None, client, addr) -> None:
-        self.open_connections += 1
+    def _connection(self, listener: _Listener, context: ssl.SSLContext | None, client, addr) -> None:
+        listener.open += 1
         linger = False
         try:
             if context is not None:
@@ -139,7 +151,7 @@ class AdmissionWorker(GeventWorker):
                                                                errno.EBADF, errno.ETIMEDOUT):
                 self.log.debug("socket error: %s", type(exc).__name__)
         finally:
-            self.open_connections -= 1
+            listener.open -= 1
             if linger:
                 _lingering_close(client)
             util.close(client)
@@ -173,7 +185,7 @@ class AdmissionWorker(GeventWorker):
         """The connection's requests, one after the other; True when it ends with a body left unread
         (the answer said `Connection: close`, and the close must not reset the answer away)."""
         parser = http.get_parser(self.cfg, client, addr)
-        listener_name = listener.getsockname()
+        listener_name = listener.socket.getsockname()
         first = True
         while self.alive or first:
             req = None
@@ -198,6 +210,9 @@ class AdmissionWorker(GeventWorker):
                 unread = self._take_body(req, client)
             except _Deadline:
                 return True  # answered 408; the rest of the body may still be on its way
+            if listener.health and req.path not in HEALTH_PATHS:
+                _write(client, http_status(404, "NotFound", "this port serves /healthz and /readyz only", close=True))
+                return unread
             try:
                 self.handle_request(listener_name, req, client, addr)
             except StopIteration:

@@ -279,3 +279,35 @@ def test_the_probes_listener_answers_while_the_admission_port_is_full(tmp_path):
         finally:
             for sock in held:
                 sock.close()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_crashed_worker_never_leaves_the_port_refusing_connections(tmp_path, workers):
+    """With two workers (serve's and the chart's default) the other keeps the port answering; with one, the
+    master holds the listening socket and a connection waits in its backlog until the new worker is up.
+    (With two, connections already queued on the dead worker's own socket are reset with it: docs/server.md.)"""
+    import os
+    import signal
+
+    from tests.support import group_pids
+
+    with serve(tmp_path, WORKERS=workers) as s:
+        victim = max(p for p in group_pids(s.proc.pid) if p != s.proc.pid)
+        os.kill(victim, signal.SIGKILL)
+        started = time.monotonic()
+        while _alive(victim):  # dead, its sockets closed (a zombie until the master reaps it)
+            time.sleep(0.01)
+        for _ in range(10):
+            conn = s.connection(timeout=15)  # ConnectionRefusedError here is the failure
+            conn.request("GET", "/healthz")
+            assert conn.getresponse().status == 200
+            conn.close()
+        assert time.monotonic() - started < 15
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
+    except OSError:
+        return False

@@ -190,13 +190,15 @@ def test_an_oversized_body_gets_413_and_the_connection_closes_as_it_says(served,
     for _ in range(3):  # every time, not mostly
         sock = served.tls_socket()
         sender = _send_in_background(sock, data)
-        f = sock.makefile("rb")
-        status, headers, answer = _read_response(f)
-        assert status == 413 and headers["connection"] == "close"
-        assert json.loads(answer)["reason"] == "RequestEntityTooLarge"
-        assert f.read() == b""  # and closed, as it said
-        sender.join(5)
-        sock.close()
+        try:
+            f = sock.makefile("rb")
+            status, headers, answer = _read_response(f)
+            assert status == 413 and headers["connection"] == "close"
+            assert json.loads(answer)["reason"] == "RequestEntityTooLarge"
+            assert f.read() == b""  # and closed, as it said
+        finally:
+            sock.close()  # a sender still blocked in sendall must not outlive the test
+            sender.join(5)
 
 
 def test_a_body_at_the_limit_is_answered_and_the_connection_kept(served):

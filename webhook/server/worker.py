@@ -191,11 +191,16 @@ class AdmissionWorker(GeventWorker):
             req = None
             try:
                 if not first and not _buffered(parser, client):
-                    # Between two requests: idle until the client sends again, or closes.
+                    # Between two requests: idle until the client sends again, or closes. The first bytes
+                    # are read here (at once when they are there already) and handed back to the parser.
                     try:
-                        wait_read(client.fileno(), timeout=self.limits.idle_timeout, timeout_exc=_Deadline("idle"))
+                        with gevent.Timeout(self.limits.idle_timeout, _Deadline("idle")):
+                            data = client.recv(8192)
                     except _Deadline:
                         return False
+                    if not data:
+                        return False
+                    parser.unreader.unread(data)
                 with gevent.Timeout(self.limits.header_timeout, _Deadline("headers")):
                     req = next(parser)
             except (StopIteration, http_errors.NoMoreData, _Deadline):

@@ -1,7 +1,7 @@
 """Load benchmark of the webhook as deployed: gunicorn, TLS, kept-alive connections, driven by wrk.
 
     .venv/bin/python bench/load.py [--rounds 5] [--duration 5] [--connections 8] [--endpoint validate|mutate]
-                                   [--floor]
+                                   [--floor] [--hostile]
 
 Runs, side by side and under the identical gunicorn configuration (webhook.server.gunicorn_conf):
   1. the webhook (webhook.server.wsgi:app) as the image runs it, and
@@ -15,12 +15,16 @@ Pod shaped as the kube-apiserver sends it.
 answered "allowed" by the webhook's own code, with no policy. Its ratio to the no-op app is the ceiling
 of the webhook's on the machine at hand; the policy's share of a request is what lies below it.
 
+`--hostile` also runs the webhook, in each round, with 1,000 idle kept-alive connections and 100 slowloris
+clients held open beside the load (bench/hostile.py): the same figures with and without them.
+
 Targets on a 2-core machine: the webhook at >= 75 % of the no-op app's throughput, p99 < 10 ms at 200 req/s.
 Exits 1 when a target is missed, 2 when wrk is missing."""
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import re
@@ -207,13 +211,30 @@ def wrk(url: str, script: Path, *, connections: int, duration: int, pgid: int | 
             "spread": spread, "errors": errors.group(0) if errors else ""}
 
 
+@contextlib.contextmanager
+def hostile(name: str, url: str, ca: Path):
+    """For a run named "... + hostile": 1,000 idle and 100 slowloris connections open for its duration."""
+    if not name.endswith(" + hostile"):
+        yield
+        return
+    from hostile import Hostile
+
+    port = int(url.split(":")[2].split("/")[0])
+    with Hostile(port, str(ca), idle=1000, slowloris=100) as held:
+        deadline = time.monotonic() + 60
+        while held.held() < 1050 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=int, default=5, help="seconds per wrk run (default 5)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating runs of each app (default 5)")
     ap.add_argument("--connections", type=int, default=8, help="connections of the full-load runs (default 8)")
     ap.add_argument("--workers", type=int, help="gunicorn workers (default: the deployed default, one per CPU)")
-    ap.add_argument("--threads", type=int, help="threads per worker (default: the deployed default)")
+    ap.add_argument("--hostile", action="store_true", help="also run the webhook with 1,000 idle and 100 slowloris "
+                                                           "connections held open beside the load")
     ap.add_argument("--endpoint", choices=("validate", "mutate"), default="validate")
     ap.add_argument("--floor", action="store_true", help="also run bench/envelope.py: the review parsed and answered "
                                                          "without any policy (the webhook's ceiling)")
@@ -247,8 +268,6 @@ def main(argv: list[str] | None = None) -> int:
                            GPU_ADMISSION_LOG_LEVEL="warning")
                 if args.workers:
                     env["GPU_ADMISSION_WORKERS"] = str(args.workers)
-                if args.threads:
-                    env["GPU_ADMISSION_THREADS"] = str(args.threads)
                 procs.append(start(app, env, work / "tls/ca.crt", port, work))
                 pgids[name] = procs[-1].pid  # started in a new session: its pid is the group's id
                 urls[name] = f"https://127.0.0.1:{port}/{args.endpoint}?timeout=10s"
@@ -258,12 +277,15 @@ def main(argv: list[str] | None = None) -> int:
                           f"patch={'patch' in answer}, warnings={len(answer.get('warnings', []))}")
                 wrk(urls[name], work / "full.lua", connections=args.connections, duration=2)  # warm-up
             # Alternate the apps round by round, so that a noisy neighbour on the machine hits both alike.
+            targets = list(urls) + (["webhook + hostile"] if args.hostile else [])
             for _ in range(args.rounds):
-                for name, url in urls.items():
-                    runs.setdefault(name, []).append(wrk(url, work / "full.lua", connections=args.connections,
-                                                         duration=args.duration, pgid=pgids[name]))
-                    runs.setdefault(f"{name} @{RATE}/s", []).append(
-                        wrk(url, work / "paced.lua", connections=paced_connections, duration=args.duration))
+                for name in targets:
+                    app = name.split(" + ")[0]
+                    with hostile(name, urls[app], work / "tls/ca.crt"):
+                        runs.setdefault(name, []).append(wrk(urls[app], work / "full.lua", connections=args.connections,
+                                                             duration=args.duration, pgid=pgids[app]))
+                        runs.setdefault(f"{name} @{RATE}/s", []).append(
+                            wrk(urls[app], work / "paced.lua", connections=paced_connections, duration=args.duration))
         finally:
             for proc in procs:
                 stop(proc)
@@ -282,8 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         cpu = "-" if paced_run else f"{r['cpu_us']:.0f} us"
         print(f"{name:<20}{r['rps']:>11.0f}{r['median_rps']:>9.0f}{r['p50']:>9.2f}{r['p99']:>9.2f}{cpu:>10}  "
               f"{r['errors'] or '-'}")
-    # gthread workers keep the connections they accepted: a run whose connections all went to one
-    # worker has one CPU's worth of Python, whichever the app. The spread shows it.
+    # A worker keeps the connections it accepted: a run whose connections all went to one worker has one
+    # CPU's worth of Python, whichever the app. The spread shows it.
     for name in apps:
         print(f"{name} runs (req/s, connections per worker): "
               + ", ".join(f"{r['rps']:.0f} ({r['spread']})" for r in runs[name]))
@@ -301,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
               "answered, no policy: the webhook's ceiling here)")
     print(f"webhook p99 at {paced['median_rps']:.0f} req/s: {paced['p99']:.2f} ms (median of runs; target < 10 ms: "
           f"{'met' if ok_p99 else 'MISSED'})")
+    if args.hostile:
+        held, plain = results["webhook + hostile"], results["webhook"]
+        print(f"with 1,000 idle and 100 slowloris connections held: {held['rps'] / plain['rps']:.1%} of the throughput "
+              f"(best runs), p99 {held['p99']:.2f} ms against {plain['p99']:.2f} ms; at {RATE}/s p99 "
+              f"{results[f'webhook + hostile @{RATE}/s']['p99']:.2f} ms against {paced['p99']:.2f} ms")
     return 0 if ok_ratio and ok_p99 else 1
 
 

@@ -19,6 +19,7 @@ from webhook.metrics import Metrics, outcome_label
 from webhook.policy.results import Evaluation
 from webhook.server.logs import LOGGER
 from webhook.server.reload import PolicyStore
+from webhook.text import capped
 
 log = logging.getLogger(f"{LOGGER}.admission")
 ENDPOINTS = {"/validate": "validate", "/mutate": "mutate"}
@@ -26,6 +27,9 @@ JSON = "application/json"
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 _STATUS_LINES = {200: "200 OK", 400: "400 Bad Request", 405: "405 Method Not Allowed",
                  413: "413 Content Too Large", 500: "500 Internal Server Error"}
+# Kubernetes names are at most 253 characters (a DNS subdomain); what the request says is capped there.
+NAME_MAX = 253
+LOGGED_VIOLATIONS = 20  # per decision line; the count of the rest is logged with it
 _FAILED = "gpu-admission could not evaluate this request (internal error)"
 
 
@@ -113,9 +117,11 @@ class Admission:
             if ev.cohort:
                 fields["cohort"] = ev.cohort
             if ev.violations:  # what each finding did, or in a dry run would have done
-                fields["violations"] = [{"rule": v.rule.value, "action": v.action.value, "path": v.path,
+                fields["violations"] = [{"rule": v.rule.value, "action": v.action.value, "path": capped(v.path, NAME_MAX),
                                          "outcome": outcome_label(v.rule.is_mutation, v.action, ev.dry_run)}
-                                        for v in ev.violations]
+                                        for v in ev.violations[:LOGGED_VIOLATIONS]]
+                if len(ev.violations) > LOGGED_VIOLATIONS:
+                    fields["violations_not_logged"] = len(ev.violations) - LOGGED_VIOLATIONS
         if outcome.patch and endpoint == "mutate":
             fields["patch_ops"] = len(outcome.patch)
         log.log(level, "admission decision", extra={"fields": fields})
@@ -194,14 +200,16 @@ def _read_body(environ: dict, limit: int) -> bytes:
 
 
 def _identity(request: dict) -> dict[str, object]:
-    """Who the request is about, for log lines: ids and names only."""
+    """Who the request is about, for log lines: ids and names only, each capped (a name of a megabyte must
+    not make a log line of a megabyte) and escaped as every text users read is."""
     obj = request.get("object") or request.get("oldObject") or {}
     metadata = obj.get("metadata")
     meta: dict = metadata if isinstance(metadata, dict) else {}
     name = request.get("name") or meta.get("name") or (f"{meta['generateName']}*" if isinstance(
         meta.get("generateName"), str) else "")
-    return {"uid": request["uid"], "kind": request["kind"]["kind"], "namespace": request.get("namespace", ""),
-            "name": name if isinstance(name, str) else "", "operation": request["operation"]}
+    return {"uid": capped(request["uid"], NAME_MAX), "kind": capped(request["kind"]["kind"], NAME_MAX),
+            "namespace": capped(request.get("namespace", ""), NAME_MAX),
+            "name": capped(name, NAME_MAX) if isinstance(name, str) else "", "operation": request["operation"]}
 
 
 def where(exc: BaseException) -> list[str]:

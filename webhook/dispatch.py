@@ -40,11 +40,37 @@ def never_blocked(request: dict) -> str:
 
 def _only_status_or_metadata(new: dict, old: dict) -> bool:
     for key in new.keys() | old.keys():
-        if key not in _UNREAD and new.get(key) != old.get(key):
+        if key not in _UNREAD and differ(new.get(key), old.get(key)):
             return False
     # One piece of metadata does grant devices: CDI/NRI annotations on a pod that has not started
     # its containers yet. Changing those is evaluated like any other change.
-    return _device_annotations(new) == _device_annotations(old)
+    return not differ(_device_annotations(new), _device_annotations(old))
+
+
+def differ(a: object, b: object) -> bool:
+    """`a != b` for JSON values, without recursion: Python's own comparison recurses in C and raises
+    RecursionError on input nested about 1,000 deep (which the JSON parser accepts), and an update must
+    never turn into "allowed without checks" that way. Subtrees shared by identity are equal."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        tx, ty = type(x), type(y)
+        if tx is dict and ty is dict:
+            if len(x) != len(y) or any(k not in y for k in x):
+                return True
+            stack.extend((v, y[k]) for k, v in x.items())
+        elif tx is list and ty is list:
+            if len(x) != len(y):
+                return True
+            stack.extend(zip(x, y))
+        elif tx in _CONTAINERS or ty in _CONTAINERS or x != y:
+            return True
+    return False
+
+
+_CONTAINERS = (dict, list)
 
 
 def _device_annotations(obj: dict) -> dict:

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping
 import orjson
 
 from webhook.handlers.outcome import Outcome
+from webhook.text import one_line
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -19,7 +20,12 @@ OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 WARNINGS_BUDGET = 4096
 WARNING_MAX_BYTES = 1024  # "one line each, short": a longer warning is cut
 DENIAL_MAX_BYTES = 12 * 1024  # kubectl prints the whole message; beyond this it is a wall of text
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]+")  # Go's unicode.IsControl: C0, DEL and C1
+# Audit annotations go into every audit event of the request: each value, and all of them together, short.
+ANNOTATION_VALUE_MAX_BYTES = 4 * 1024
+ANNOTATIONS_MAX_BYTES = 16 * 1024
+# The whole answer stays under 256 KiB in every mode: the texts above are capped, so the patch is what
+# could grow (defaults for thousands of containers). A patch over this is not sent: the request is refused.
+PATCH_MAX_BYTES = 192 * 1024  # its base64, as it travels
 _NOT_IN_KEY = re.compile(r"[^-A-Za-z0-9_.]+")
 ANNOTATION_KEY_MAX = 63
 
@@ -163,15 +169,17 @@ def response(uid: str, outcome: Outcome, *, mutating: bool, code: int = 403) -> 
         if annotations:
             answer["auditAnnotations"] = annotations
     if mutating and outcome.allowed and outcome.patch:
-        answer["patch"] = base64.b64encode(dumps(list(outcome.patch))).decode()
-        answer["patchType"] = "JSONPatch"
+        patch = base64.b64encode(dumps(list(outcome.patch))).decode()
+        if len(patch) <= PATCH_MAX_BYTES:
+            answer["patch"] = patch
+            answer["patchType"] = "JSONPatch"
+        else:  # the answer would be too large to send: refused, never allowed without its defaults
+            answer.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": denial_message(
+                f"gpu-admission: the defaults this object needs make a JSON patch of {len(patch)} bytes, more than the "
+                f"{PATCH_MAX_BYTES} an answer may carry; set them in the manifest (`gpu-admission mutate` prints it "
+                "with them)")})
+            answer.pop("warnings", None)
     return {"apiVersion": API_VERSION, "kind": KIND, "response": answer}
-
-
-def one_line(text: Any) -> str:
-    """Printable, valid UTF-8, on one line: what the apiserver passes on."""
-    text = str(text).encode("utf-8", "replace").decode("utf-8")  # lone surrogates are not UTF-8
-    return " ".join(_CONTROL.sub(" ", text).split())
 
 
 def _cut(text: str, limit: int) -> str:
@@ -208,7 +216,8 @@ def _more_note(count: int) -> str:
 
 
 def denial_message(message: str) -> str:
-    lines = [one_line(line) for line in str(message).splitlines()]
+    # "\n" only: the lines are the handler's; str.splitlines would also split at separators a value carried.
+    lines = [one_line(line) for line in str(message).split("\n")]
     lines = [line for line in lines if line] or ["denied by the gpu-admission policy"]
     kept: list[str] = []
     used = 0
@@ -229,18 +238,31 @@ def annotation_key(key: str) -> str:
 
 
 def audit_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+    """Qualified keys; values on one line, each at most ANNOTATION_VALUE_MAX_BYTES and all together at most
+    ANNOTATIONS_MAX_BYTES (a value cut ends in "..."; one that no longer fits is dropped, and the last
+    kept says how many were)."""
     out: dict[str, str] = {}
+    used = 0
+    dropped = 0
     for key, value in annotations.items():
         name = annotation_key(key)
         if not name:
             continue
+        room = min(ANNOTATION_VALUE_MAX_BYTES, ANNOTATIONS_MAX_BYTES - used - len(name))
+        if room < 128:
+            dropped += 1
+            continue
+        text = _cut(one_line(value), room)
         n = 2
         base = name
         while name in out:  # two keys that sanitise alike keep both values
             suffix = f"-{n}"
             name = base[: ANNOTATION_KEY_MAX - len(suffix)].rstrip("-_.") + suffix
             n += 1
-        out[name] = str(value).encode("utf-8", "replace").decode("utf-8")
+        out[name] = text
+        used += len(text.encode()) + len(name)
+    if dropped:
+        out["not-shown"] = f"{dropped} more annotation{'s' if dropped != 1 else ''}; run `gpu-admission check` on the manifest"
     return out
 
 

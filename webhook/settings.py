@@ -24,8 +24,13 @@ ENV_WORKERS = "GPU_ADMISSION_WORKERS"
 ENV_MAX_BODY = "GPU_ADMISSION_MAX_BODY_BYTES"
 ENV_LOG_LEVEL = "GPU_ADMISSION_LOG_LEVEL"
 # Beyond the contract, with defaults that need no setting.
-ENV_THREADS = "GPU_ADMISSION_THREADS"
 ENV_LOG_FORMAT = "GPU_ADMISSION_LOG_FORMAT"
+ENV_HEALTH_BIND = "GPU_ADMISSION_HEALTH_BIND"
+ENV_MAX_CONNECTIONS = "GPU_ADMISSION_MAX_CONNECTIONS"
+ENV_HANDSHAKE_TIMEOUT = "GPU_ADMISSION_HANDSHAKE_TIMEOUT"
+ENV_HEADER_TIMEOUT = "GPU_ADMISSION_HEADER_TIMEOUT"
+ENV_BODY_TIMEOUT = "GPU_ADMISSION_BODY_TIMEOUT"
+ENV_IDLE_TIMEOUT = "GPU_ADMISSION_IDLE_TIMEOUT"
 ENV_ON_ERROR = "GPU_ADMISSION_ON_ERROR"
 ENV_RELOAD_INTERVAL = "GPU_ADMISSION_RELOAD_INTERVAL"
 ENV_METRICS_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus-client's own name for it
@@ -48,9 +53,21 @@ class Settings:
     tls_cert: Path | None = None  # None: plain HTTP (tests, or TLS terminated in front)
     tls_key: Path | None = None
     bind: str = "127.0.0.1:8443"
-    workers: int = 1
-    threads: int = 4
+    # A second listener, plain HTTP, serving only /healthz and /readyz with a connection cap of its own:
+    # the kubelet's probes then never compete with the admission port's connections (the chart sets it).
+    health_bind: str | None = None
+    workers: int = 2
     max_body_bytes: int = 3 * MiB
+    # Open connections per worker; past it a new connection is reset at once. A connection costs a
+    # socket and its buffers (webhook/server/worker.py), so the cap is high: the deadlines below are
+    # what keep slow clients from piling up.
+    max_connections: int = 4096
+    # Deadlines of a connection's phases, in seconds. The apiserver calls with `?timeout=10s` (at most
+    # the webhook's timeoutSeconds, 5 s in the chart) and sends a request at once: anything slower is
+    # not the apiserver.
+    handshake_timeout: float = 5.0
+    header_timeout: float = 5.0
+    body_timeout: float = 10.0
     log_level: str = "info"
     log_format: str = "json"
     # What a request gets when evaluating it raised (not one rule: the engine applies each rule's
@@ -60,8 +77,9 @@ class Settings:
     # Set under gunicorn with several workers: each worker writes its metrics there and /metrics
     # sums them, so a scrape answered by any worker sees the whole pod.
     metrics_dir: Path | None = None
-    # Longer than the apiserver's idle-connection timeout (90 s), so the client, not the server,
-    # closes idle connections: a server-side close racing a new request fails that webhook call.
+    # How long a kept-alive connection may sit idle between requests. Longer than the apiserver's
+    # idle-connection timeout (90 s), so the client, not the server, closes idle connections: a
+    # server-side close racing a new request fails that webhook call.
     keepalive: int = 120
     graceful_timeout: int = 25  # below Kubernetes' default terminationGracePeriodSeconds (30)
 
@@ -69,11 +87,18 @@ class Settings:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise SettingsError("give both the TLS certificate and its key, or neither")
         _check_bind(self.bind)
-        for name in ("workers", "threads", "max_body_bytes", "keepalive", "graceful_timeout"):
+        if self.health_bind is not None:
+            _check_bind(self.health_bind)
+            if self.health_bind.rpartition(":")[2] == self.bind.rpartition(":")[2]:
+                raise SettingsError("the health address must use another port than the bind address")
+        for name in ("workers", "max_body_bytes", "max_connections", "keepalive", "graceful_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SettingsError(f"{name} must be a positive integer")
         object.__setattr__(self, "log_level", LOG_LEVEL_ALIASES.get(self.log_level, self.log_level))
+        for name in ("handshake_timeout", "header_timeout", "body_timeout"):
+            if not 0 < getattr(self, name) <= 300:
+                raise SettingsError(f"{name} must be > 0 and <= 300 seconds")
         if self.log_level not in LOG_LEVELS:
             raise SettingsError(f"log level must be one of {', '.join(LOG_LEVELS)}")
         if self.log_format not in LOG_FORMATS:
@@ -95,9 +120,14 @@ class Settings:
             tls_cert=Path(env.get(ENV_TLS_CERT) or DEPLOYED_TLS_CERT),
             tls_key=Path(env.get(ENV_TLS_KEY) or DEPLOYED_TLS_KEY),
             bind=env.get(ENV_BIND) or DEPLOYED_BIND,
+            health_bind=env.get(ENV_HEALTH_BIND) or None,
             workers=_int(env, ENV_WORKERS, default_workers()),
-            threads=_int(env, ENV_THREADS, 4),
             max_body_bytes=_int(env, ENV_MAX_BODY, 3 * MiB),
+            max_connections=_int(env, ENV_MAX_CONNECTIONS, 4096),
+            handshake_timeout=_float(env, ENV_HANDSHAKE_TIMEOUT, 5.0),
+            header_timeout=_float(env, ENV_HEADER_TIMEOUT, 5.0),
+            body_timeout=_float(env, ENV_BODY_TIMEOUT, 10.0),
+            keepalive=_int(env, ENV_IDLE_TIMEOUT, 120),
             log_level=_choice(env, ENV_LOG_LEVEL, "info", LOG_LEVELS + tuple(LOG_LEVEL_ALIASES)),
             log_format=_choice(env, ENV_LOG_FORMAT, "json", LOG_FORMATS),
             failure_mode=_choice(env, ENV_ON_ERROR, "allow", FAILURE_MODES),
@@ -107,7 +137,7 @@ class Settings:
 
 
 def default_workers() -> int:
-    """Two worker processes per CPU. A gthread worker keeps the connections it accepted, and the
+    """Two worker processes per CPU. A worker keeps the connections it accepted, and the
     apiserver keeps its connections for long: with one worker per CPU, the connections that happened
     to land on one worker leave the other CPUs idle (measured with bench/load.py: throughput halved
     in some runs); with two per CPU, an uneven spread still keeps every CPU busy."""

@@ -14,6 +14,7 @@ import yaml
 from webhook import settings
 from webhook.config import ConfigError, parse_policy
 from webhook.config.load import DEFAULT_PATH, DEFAULT_VISIBLE_DEVICE_VARIABLES
+from webhook.server.worker import HEALTH_PATHS
 from webhook.objects import kinds
 from webhook.policy.checks import device_access_bypass
 from webhook.rules import Action, Rule
@@ -252,18 +253,23 @@ def test_environment_and_files_match_the_server_settings(rendered, value_set):
 @pytest.mark.parametrize("value_set", set_params())
 def test_port_paths_and_probes_match_what_the_server_serves(rendered, value_set):
     container = _container(rendered)
-    (port,) = container["ports"]
+    port, health = container["ports"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     bind_port = int(env[settings.ENV_BIND].rsplit(":", 1)[1])
-    host = rendered.values.get("hostNetwork", {}).get("enabled")  # the node's port: declared, so pods never share it
+    health_port = int(env[settings.ENV_HEALTH_BIND].rsplit(":", 1)[1])
+    host = rendered.values.get("hostNetwork", {}).get("enabled")  # the node's ports: declared, so pods never share them
     assert bind_port == (rendered.values["hostNetwork"]["port"] if host else 8443)
+    assert health_port == (rendered.values["hostNetwork"].get("healthPort", 9744) if host else 8081) != bind_port
     assert port == {"name": "https", "containerPort": bind_port, "protocol": "TCP", **({"hostPort": bind_port} if host else {})}
+    assert health == {"name": "health", "containerPort": health_port, "protocol": "TCP",
+                      **({"hostPort": health_port} if host else {})}
     probes = {name: container[name]["httpGet"] for name in ("startupProbe", "livenessProbe", "readinessProbe")}
     assert probes["livenessProbe"]["path"] == "/healthz"
     assert probes["startupProbe"]["path"] == "/healthz"
     assert probes["readinessProbe"]["path"] == "/readyz"
-    for probe in probes.values():
-        assert probe["scheme"] == "HTTPS" and probe["port"] == port["name"]
+    for probe in probes.values():  # the probes' own listener (webhook/server/worker.py HEALTH_PATHS)
+        assert probe["scheme"] == "HTTP" and probe["port"] == health["name"]
+        assert probe["path"] in HEALTH_PATHS
     service = rendered.one("Service")
     (service_port,) = service["spec"]["ports"]
     assert service_port["targetPort"] == port["name"]

@@ -30,8 +30,10 @@ def test_host_network_binds_its_own_port_and_keeps_cluster_dns():
     pod = _pod("host-network")
     container = pod["containers"][0]
     assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
-    assert container["ports"] == [{"name": "https", "containerPort": 9743, "hostPort": 9743, "protocol": "TCP"}]
+    assert container["ports"] == [{"name": "https", "containerPort": 9743, "hostPort": 9743, "protocol": "TCP"},
+                                  {"name": "health", "containerPort": 9744, "hostPort": 9744, "protocol": "TCP"}]
     assert _env(container)["GPU_ADMISSION_BIND"] == "0.0.0.0:9743"
+    assert _env(container)["GPU_ADMISSION_HEALTH_BIND"] == "0.0.0.0:9744"  # the probes' listener: on the node too
     service = rendered_set("host-network").one("Service")
     assert service["spec"]["ports"][0]["targetPort"] == "https"  # the node's port, by name
     assert rendered_set("host-network").one("Deployment")["spec"]["strategy"] == {
@@ -41,7 +43,8 @@ def test_host_network_binds_its_own_port_and_keeps_cluster_dns():
 def test_pod_network_by_default():
     pod = _pod("default")
     assert "hostNetwork" not in pod and "dnsPolicy" not in pod
-    assert pod["containers"][0]["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
+    assert pod["containers"][0]["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"},
+                                             {"name": "health", "containerPort": 8081, "protocol": "TCP"}]
     assert _env(pod["containers"][0])["GPU_ADMISSION_BIND"] == "0.0.0.0:8443"
 
 
@@ -52,6 +55,8 @@ def test_pod_network_by_default():
 def test_host_ports_that_collide_are_refused(port):
     with pytest.raises(helm_python.HelmValuesError, match="hostNetwork/port"):
         render_values({"hostNetwork": {"enabled": True, "port": port}})
+    with pytest.raises(helm_python.HelmValuesError, match="hostNetwork/healthPort"):
+        render_values({"hostNetwork": {"enabled": True, "healthPort": port}})
 
 
 def test_extra_env_args_and_volumes_are_added_after_the_charts_own():

@@ -54,6 +54,8 @@ def server(tmp_path_factory):
     port = _free_port()
     env = {k: v.replace(ROOT, str(base / ROOT.lstrip("/"))) for k, v in env.items()}
     env["GPU_ADMISSION_BIND"] = f"127.0.0.1:{port}"
+    health_port = _free_port()
+    env["GPU_ADMISSION_HEALTH_BIND"] = f"127.0.0.1:{health_port}"
     env["GPU_ADMISSION_WORKERS"] = "1"
     process_env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(base / "tmp"), **env}
     (base / "tmp").mkdir(exist_ok=True)  # the emptyDir at /tmp
@@ -66,6 +68,15 @@ def server(tmp_path_factory):
     host = f"{service}.{deployment['metadata']['namespace']}.svc"
     context = ssl.create_default_context(cadata=base64.b64decode(
         rendered.one("ValidatingWebhookConfiguration")["webhooks"][0]["clientConfig"]["caBundle"]).decode())
+
+    def probe(path: str):
+        """As the kubelet probes: plain HTTP to the probes' own port."""
+        connection = http.client.HTTPConnection("127.0.0.1", health_port, timeout=5)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        out = response.status, response.read()
+        connection.close()
+        return out
 
     def request(method: str, path: str, body: dict | None = None):
         sock = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -89,7 +100,8 @@ def server(tmp_path_factory):
             assert process.poll() is None, (base / "server.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the server did not start: " + (base / "server.log").read_text()[-3000:]
             time.sleep(0.2)
-        yield {"request": request, "container": container, "rendered": rendered, "pgid": process.pid}
+        yield {"request": request, "container": container, "rendered": rendered, "pgid": process.pid,
+               "probe": probe}
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -101,13 +113,16 @@ def server(tmp_path_factory):
 
 
 @pytest.mark.parametrize("probe", [pytest.param(p, id=p) for p in ("startupProbe", "livenessProbe", "readinessProbe")])
-def test_probes_answer_over_https_for_the_service_name(server, probe):
-    status, body = server["request"]("GET", server["container"][probe]["httpGet"]["path"])
+def test_probes_answer_on_their_own_port_and_over_https(server, probe):
+    assert server["container"][probe]["httpGet"]["scheme"] == "HTTP"
+    status, body = server["probe"](server["container"][probe]["httpGet"]["path"])
+    assert status == 200, body
+    status, body = server["request"]("GET", server["container"][probe]["httpGet"]["path"])  # both listeners serve it
     assert status == 200, body
 
 
 def test_readiness_reports_the_mounted_policy_and_certificate(server):
-    status, body = server["request"]("GET", server["container"]["readinessProbe"]["httpGet"]["path"])
+    status, body = server["probe"](server["container"]["readinessProbe"]["httpGet"]["path"])
     ready = json.loads(body)
     assert status == 200 and ready["ready"] is True
     assert ready["certificates"]["loaded"] is True

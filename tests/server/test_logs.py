@@ -149,3 +149,26 @@ def test_log_settings_from_the_environment(env, level, log_format):
 def test_bad_log_settings_are_refused_by_name(env, message):
     with pytest.raises(settings.SettingsError, match=message):
         settings.Settings.from_env(env)
+
+
+@pytest.mark.parametrize(("name", "logged"), [
+    pytest.param("x" * (1024 * 1024), "x" * 253 + f"...({1024 * 1024 - 253} more)", id="megabyte-name-capped"),
+    pytest.param("y" * 253, "y" * 253, id="longest-kubernetes-name-whole"),
+    pytest.param("a\u2028[double-mechanism] forged\u202e", "a\\u2028[double-mechanism] forged\\u202e",
+                 id="separators-escaped"),
+])
+def test_logged_names_are_capped_and_escaped(apiserver_for, caplog, name, logged):
+    pod = {**POD, "metadata": {"name": name, "namespace": "ml"}}
+    apiserver_for().send("/validate", apiserver_for().review(pod))
+    lines = [JsonFormatter().format(r) for r in caplog.records]
+    (decision,) = [json.loads(line) for line in lines if '"event":"admission"' in line]
+    assert decision["name"] == logged
+    assert max(map(len, lines)) < 8 * 1024
+
+
+def test_a_decision_line_logs_the_first_findings_and_counts_the_rest(apiserver_for, caplog):
+    pod = {**POD, "spec": {"containers": [{**POD["spec"]["containers"][0], "name": f"c{i}"} for i in range(500)]}}
+    apiserver_for().send("/validate", apiserver_for().review(pod))
+    (decision,) = [json.loads(JsonFormatter().format(r)) for r in caplog.records
+                   if getattr(r, "fields", {}).get("event") == "admission"]
+    assert len(decision["violations"]) == 20 and decision["violations_not_logged"] >= 480

@@ -16,6 +16,7 @@ from gunicorn.config import Config
 from webhook import settings as s
 from webhook.app import create_app, runtime
 from webhook.server.runner import MetricsDir, options
+from webhook.server.worker import AdmissionWorker, Limits
 from webhook.settings import Settings, SettingsError
 
 from .conftest import REPO
@@ -34,12 +35,15 @@ def test_deployed_defaults():
 
 def test_every_variable_is_read():
     env = {s.ENV_POLICY: "/p.yaml", s.ENV_TLS_CERT: "/c", s.ENV_TLS_KEY: "/k", s.ENV_BIND: "127.0.0.1:9443",
-           s.ENV_WORKERS: "3", s.ENV_MAX_BODY: "1024", s.ENV_LOG_LEVEL: "DEBUG", s.ENV_THREADS: "2",
-           s.ENV_ON_ERROR: "deny", s.ENV_RELOAD_INTERVAL: "0.5", s.ENV_METRICS_DIR: "/tmp/m"}
+           s.ENV_WORKERS: "3", s.ENV_MAX_BODY: "1024", s.ENV_LOG_LEVEL: "DEBUG",
+           s.ENV_ON_ERROR: "deny", s.ENV_RELOAD_INTERVAL: "0.5", s.ENV_METRICS_DIR: "/tmp/m",
+           s.ENV_MAX_CONNECTIONS: "50", s.ENV_HANDSHAKE_TIMEOUT: "1.5", s.ENV_HEADER_TIMEOUT: "2",
+           s.ENV_BODY_TIMEOUT: "3", s.ENV_IDLE_TIMEOUT: "100"}
     assert Settings.from_env(env) == Settings(
         policy_path=Path("/p.yaml"), tls_cert=Path("/c"), tls_key=Path("/k"), bind="127.0.0.1:9443", workers=3,
-        threads=2, max_body_bytes=1024, log_level="debug", failure_mode="deny", reload_interval=0.5,
-        metrics_dir=Path("/tmp/m"))
+        max_body_bytes=1024, log_level="debug", failure_mode="deny", reload_interval=0.5,
+        metrics_dir=Path("/tmp/m"), max_connections=50, handshake_timeout=1.5, header_timeout=2.0,
+        body_timeout=3.0, keepalive=100)
 
 
 @pytest.mark.parametrize(("env", "message"), [
@@ -51,6 +55,10 @@ def test_every_variable_is_read():
     pytest.param({s.ENV_RELOAD_INTERVAL: "soon"}, "GPU_ADMISSION_RELOAD_INTERVAL must be a number", id="interval"),
     pytest.param({s.ENV_RELOAD_INTERVAL: "0"}, "reload interval must be > 0", id="interval-zero"),
     pytest.param({s.ENV_BIND: "9443"}, "bind address must be HOST:PORT", id="bind-no-host"),
+    pytest.param({s.ENV_MAX_CONNECTIONS: "0"}, "GPU_ADMISSION_MAX_CONNECTIONS must be a positive integer",
+                 id="no-connections"),
+    pytest.param({s.ENV_BODY_TIMEOUT: "0"}, "body_timeout must be > 0", id="body-timeout-zero"),
+    pytest.param({s.ENV_HEADER_TIMEOUT: "later"}, "GPU_ADMISSION_HEADER_TIMEOUT must be a number", id="header-word"),
     pytest.param({s.ENV_BIND: "host:http"}, "bind address must be HOST:PORT", id="bind-port-word"),
 ])
 def test_bad_values_are_named_not_echoed(env, message):
@@ -95,8 +103,13 @@ def _free_bind() -> str:
 def test_gunicorn_options_for_the_deployment(tmp_path, metrics_env):
     settings = Settings(tls_cert=tmp_path / "c", tls_key=tmp_path / "k", bind="0.0.0.0:8443", workers=2)
     opts = options(settings)
-    assert opts["worker_class"] == "gthread"  # keeps connections alive, no monkey-patching
+    worker = opts["worker_class"]  # gevent: a slow client costs a socket, not a thread
+    assert issubclass(worker, AdmissionWorker) and worker.limits == Limits(
+        handshake_timeout=5.0, header_timeout=5.0, body_timeout=10.0, idle_timeout=120, max_connections=4096,
+        max_body_bytes=3 * 1024 * 1024)
     assert opts["reuse_port"] is True  # a listening socket per worker: the kernel spreads the connections
+    # One worker: the master holds the listening socket, so a worker's crash leaves connections queued, not refused.
+    assert options(Settings(workers=1))["reuse_port"] is False
     assert opts["keepalive"] > 90  # the apiserver's idle connections live 90 s: it closes them, not us
     assert opts["bind"] == ["0.0.0.0:8443"] and opts["workers"] == 2
     assert opts["certfile"] == str(tmp_path / "c") and callable(opts["ssl_context"])

@@ -229,3 +229,16 @@ def test_a_half_updated_pair_is_not_taken(written, bundle, caplog):
         _cert(renewed.cert).serial_number
     refused = [r for r in caplog.records if getattr(r, "fields", {}).get("event") == "certificate-refused"]
     assert len(refused) == 1
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o077], ids=["umask-000", "umask-022", "umask-077"])
+def test_the_certificate_directory_is_never_world_writable(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        certs.ensure_dev_certs(tmp_path / "a" / "certs")
+    finally:
+        os.umask(previous)
+    for directory in (tmp_path / "a", tmp_path / "a" / "certs"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o755, directory
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "a" / "certs").iterdir()}
+    assert modes == {"ca.crt": 0o644, "ca.key": 0o600, "tls.crt": 0o644, "tls.key": 0o600}

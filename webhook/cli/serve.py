@@ -31,8 +31,10 @@ def register(subparsers) -> None:
                    "(default: certs)")
     p.add_argument("--cert", type=Path, help="serving certificate (PEM); with --key, instead of development ones")
     p.add_argument("--key", type=Path, help="its private key (PEM)")
-    p.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default: 1)")
-    p.add_argument("--threads", type=int, default=4, help="threads per worker (default: 4)")
+    p.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default: 2: while one "
+                   "restarts, the other serves)")
+    p.add_argument("--max-connections", type=int, default=4096, help="open connections per worker; past it a new "
+                   "one is refused at once (default: 4096)")
     p.add_argument("--log-level", choices=LOG_LEVELS + tuple(LOG_LEVEL_ALIASES), default="info",
                    help="debug, info, warn or error (default: info)")
     p.add_argument("--log-format", choices=LOG_FORMATS, default="json",
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"generated development certificates in {args.certs_dir}/ (CA: {ca})")
     try:
         settings = Settings(policy_path=args.policy, tls_cert=args.cert, tls_key=args.key, bind=args.bind,
-                            workers=args.workers, threads=args.threads, log_level=args.log_level,
+                            workers=args.workers, max_connections=args.max_connections, log_level=args.log_level,
                             log_format=args.log_format,
                             failure_mode=args.on_error)
     except SettingsError as exc:

@@ -4,6 +4,7 @@ subresources, updates that change nothing the rules read)."""
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Iterable, Iterator
 
 from webhook.config.model import Policy
 from webhook.handlers.evaluate import evaluate_object
@@ -11,9 +12,15 @@ from webhook.handlers.outcome import Outcome
 from webhook.lookups.base import Resolver
 from webhook.objects.access import as_dict, as_str
 from webhook.policy.results import Evaluation
-from webhook.rules import Action
+from webhook.rules import Action, Rule
 
 __all__ = ["Outcome", "mutate", "validate"]
+
+# Findings carried in one answer, in each of its texts (denial, warnings, audit annotations): the first
+# ones in the engine's order, then one line per rule saying how many more. A Pod of 10,000 containers
+# that each break a rule is answered in a few kilobytes, not megabytes; `check` lists them all.
+MAX_CARRIED = 20
+MAX_ANNOTATED_PER_RULE = 8  # an audit annotation's value holds 4 KiB (webhook/review.py): its count line must fit
 
 
 def _evaluate(request: dict, policy: Policy, resolver: Resolver, *, validating: bool) -> Evaluation | Outcome:
@@ -36,14 +43,14 @@ def validate(request: dict, *, policy: Policy, resolver: Resolver) -> Outcome:
         return Outcome(True, evaluation=ev, reason=ev.skipped)
     if not ev.violations and not ev.errors:  # most requests: nothing to say
         return Outcome(True, evaluation=ev)
-    denials = [v.message for v in ev.denials]
+    denials = _bounded((v.rule, v.message) for v in ev.denials)
     # The exception's text could quote the object: only its type goes to the user (the log has the rule).
     denials += [f"gpu-admission: rule {e.rule.value} failed internally ({e.error.split(':', 1)[0]}) and its onError is "
                 "deny, so the request was refused; see the gpu-admission log" for e in ev.errors if e.denied and not ev.dry_run]
     return Outcome(
         allowed=not denials,
         message="\n".join(denials),
-        warnings=tuple(_warnings(ev)),
+        warnings=_bounded_warnings(ev),
         audit_annotations=_annotations(ev),
         evaluation=ev,
     )
@@ -57,29 +64,63 @@ def mutate(request: dict, *, policy: Policy, resolver: Resolver) -> Outcome:
         return Outcome(True, evaluation=ev, reason=ev.skipped)
     if not ev.violations and not ev.errors:
         return Outcome(True, patch=ev.patch, evaluation=ev)
-    return Outcome(True, warnings=tuple(_warnings(ev)), audit_annotations=_annotations(ev), patch=ev.patch,
+    return Outcome(True, warnings=_bounded_warnings(ev), audit_annotations=_annotations(ev), patch=ev.patch,
                    evaluation=ev)
 
 
-def _warnings(ev: Evaluation):
+def _bounded(findings: Iterable[tuple[Rule, str]], limit: int = MAX_CARRIED) -> list[str]:
+    """The first `limit` texts, then for each rule with more, one line saying how many."""
+    kept: list[str] = []
+    more: dict[Rule, int] = {}
+    for rule, text in findings:
+        if len(kept) < limit:
+            kept.append(text)
+        else:
+            more[rule] = more.get(rule, 0) + 1
+    kept.extend(_more_line(rule, n) for rule, n in more.items())
+    return kept
+
+
+def _more_line(rule: Rule, n: int) -> str:
+    return (f"... and {n} more {rule.value} finding{'s' if n != 1 else ''} not shown; run `gpu-admission check` on the "
+            f"manifest to see them all [{rule.value}]")
+
+
+def _bounded_warnings(ev: Evaluation) -> tuple[str, ...]:
+    warnings = _bounded(_warnings(ev))
+    warnings += [f"gpu-admission could not evaluate rule {e.rule.value} (internal error); the request was allowed"
+                 for e in ev.errors if not e.denied or ev.dry_run]
+    return tuple(warnings)
+
+
+def _warnings(ev: Evaluation) -> Iterator[tuple[Rule, str]]:
     for v in ev.violations:
         if ev.dry_run and v.action is Action.ENFORCE and not v.rule.is_mutation:
-            yield f"dry-run, would deny: {v.message}"
+            yield v.rule, f"dry-run, would deny: {v.message}"
         elif ev.dry_run and v.rule.is_mutation:
-            yield f"dry-run: {v.message}"
+            yield v.rule, f"dry-run: {v.message}"
         elif v.action is Action.WARN or (ev.dry_run and v.action is Action.ENFORCE):
-            yield v.message
-    for e in ev.errors:
-        if not e.denied or ev.dry_run:
-            yield f"gpu-admission could not evaluate rule {e.rule.value} (internal error); the request was allowed"
+            yield v.rule, v.message
 
 
 def _annotations(ev: Evaluation):
-    """Audit annotations: one key per rule (the apiserver prefixes the webhook's name)."""
-    out: dict[str, str] = {}
+    """Audit annotations: one key per rule (the apiserver prefixes the webhook's name), its findings joined
+    by " | ": the first MAX_CARRIED findings of the answer, then, in each rule's value, how many more."""
+    by_rule: dict[str, list[str]] = {}
+    more: dict[Rule, int] = {}
+    carried = 0
     for v in ev.violations:
         if v.action is Action.AUDIT or ev.dry_run:
-            out[v.rule.value] = f"{out[v.rule.value]} | {v.message}" if v.rule.value in out else v.message
-    if out and ev.dry_run:
-        out["mode"] = "dry-run"
+            lines = by_rule.setdefault(v.rule.value, [])
+            if carried < MAX_CARRIED and len(lines) < MAX_ANNOTATED_PER_RULE:
+                lines.append(v.message)
+                carried += 1
+            else:
+                more[v.rule] = more.get(v.rule, 0) + 1
+    if not by_rule:
+        return MappingProxyType({})
+    for rule, n in more.items():
+        by_rule[rule.value].append(_more_line(rule, n))
+    out: dict[str, str] = {"mode": "dry-run"} if ev.dry_run else {}  # first: the total's cap must not drop it
+    out.update((rule, " | ".join(lines)) for rule, lines in by_rule.items())
     return MappingProxyType(out)

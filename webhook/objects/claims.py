@@ -41,14 +41,17 @@ class ClaimSpec:
     legacy_class: str | None  # v1alpha2 spec.resourceClassName
 
 
-def _request(raw: Mapping, path: str, beta1: bool) -> DeviceRequest:
+def _request(raw: Mapping, path: str, beta1: bool, subrequest: bool = False) -> DeviceRequest:
     name = as_str(raw.get("name")) or ""
     exactly = raw.get("exactly")
-    first = as_list(raw.get("firstAvailable"))
+    # A firstAvailable alternative is a DeviceSubRequest, which has no firstAvailable of its own: one level,
+    # however deep the input nests them.
+    first = as_list(None if subrequest else raw.get("firstAvailable"))
     body = raw if beta1 or type(exactly) is not dict else exactly
     body_path = path if body is raw else f"{path}.exactly"
     alternatives = tuple(
-        _request(alt, f"{path}.firstAvailable[{i}]", beta1=True) for i, alt in enumerate(first) if type(alt) is dict
+        _request(alt, f"{path}.firstAvailable[{i}]", beta1=True, subrequest=True) for i, alt in enumerate(first)
+        if type(alt) is dict
     )
     mode = as_str(body.get("allocationMode")) or "ExactCount"
     count = integer(body.get("count"))

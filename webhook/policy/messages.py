@@ -2,18 +2,15 @@
 `<object>: <what, with field path>: <why>; <fix> [<rule>] <docs link>`."""
 from __future__ import annotations
 
-import re
-
 from webhook.config.model import Policy
 from webhook.rules import Rule
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+from webhook.text import safe
 
 
 def message(policy: Policy, rule: Rule, subject: str, what: str, why: str, fix: str) -> str:
-    # Names come from user input; a control character would make the apiserver drop the warning.
-    text = f"{subject}: {what}: {why}; {fix} [{rule.value}] {policy.docs_url(rule)}"
-    return _CONTROL.sub("?", text)
+    # Names and values come from the object: a control character would make the apiserver drop the
+    # warning, a line separator would start a line that looks like another finding (webhook/text.py).
+    return safe(f"{subject}: {what}: {why}; {fix} [{rule.value}] {policy.docs_url(rule)}")
 
 
 def names(values) -> str:
@@ -26,4 +23,4 @@ def names(values) -> str:
 
 def mutation_message(policy: Policy, rule: Rule, subject: str, verb: str, what: str, path: str) -> str:
     """What a mutation set (or, in dry-run, would set): `<object>: sets <path>: <what> [<rule>] <link>`."""
-    return _CONTROL.sub("?", f"{subject}: {verb} {path}: {what} [{rule.value}] {policy.docs_url(rule)}")
+    return safe(f"{subject}: {verb} {path}: {what} [{rule.value}] {policy.docs_url(rule)}")

@@ -103,7 +103,7 @@ def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
 def write(bundle: Bundle, out_dir: Path, *, force: bool = False) -> list[Path]:
     """Write the four files; refuses to replace a different existing one unless `force` (a CA key is
     not something to lose by accident). Each file is replaced atomically, private keys created 0600."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _make_dirs(out_dir)
     files = bundle.files()
     existing = [out_dir / n for n, (data, _) in files.items()
                 if (out_dir / n).exists() and (out_dir / n).read_bytes() != data]
@@ -130,6 +130,15 @@ def ensure_dev_certs(out_dir: Path) -> tuple[Path, Path, Path, bool]:
         return cert, key, ca, False
     write(generate("gpu-admission", "gpu-admission"), out_dir, force=True)
     return cert, key, ca, True
+
+
+def _make_dirs(out_dir: Path) -> None:
+    """`out_dir` and any missing parent, mode 0755 whatever the umask: under umask 000 `mkdir` makes them
+    world-writable, and anyone could then swap the serving key or the CA for their own."""
+    missing = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o755, exist_ok=True)
+        os.chmod(directory, 0o755)  # mkdir's mode goes through the umask
 
 
 def _write_atomic(path: Path, data: bytes, mode: int) -> None:

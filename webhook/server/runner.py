@@ -1,7 +1,9 @@
 """gunicorn as deployed: its settings derived from ours, its hooks, and the app it serves.
 
-The threaded worker (gthread) keeps HTTP/1.1 connections alive over TLS between requests, as the
-apiserver expects; it needs no monkey-patching, so the watcher threads and `ssl` behave as usual."""
+The worker (webhook/server/worker.py) is gunicorn's gevent worker with deadlines and a connection cap:
+it keeps HTTP/1.1 connections alive over TLS between requests, as the apiserver expects, and a slow
+client costs it a socket, not a thread. gevent patches the worker's `socket`, `ssl` and `threading`
+when the worker starts, before the app loads: the watchers below then run as greenlets."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,10 +22,10 @@ from gunicorn.app.base import BaseApplication
 
 from webhook.config import ConfigError
 from webhook.lookups.base import Resolver
-from webhook.lookups.kubeconfig import ClusterConfigError
 from webhook.server import tls
 from webhook.server.logs import LOGGER, logging_config, python_level
 from webhook.server.reload import Watcher
+from webhook.server.worker import Limits, configured
 from webhook.settings import ENV_METRICS_DIR, Settings
 
 log = logging.getLogger(f"{LOGGER}.server")
@@ -71,6 +73,8 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
 
     def on_starting(server):
         _refuse_taken_address(settings.bind)
+        if settings.health_bind:
+            _refuse_taken_address(settings.health_bind)
         metrics.create()
 
     def post_fork(server, worker):
@@ -99,17 +103,23 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
     def on_exit(server):
         metrics.remove()
 
+    limits = Limits(handshake_timeout=settings.handshake_timeout, header_timeout=settings.header_timeout,
+                    body_timeout=settings.body_timeout, idle_timeout=settings.keepalive,
+                    max_connections=settings.max_connections, max_body_bytes=settings.max_body_bytes,
+                    health_port=int(settings.health_bind.rpartition(":")[2]) if settings.health_bind else None)
     out = {
-        "bind": [settings.bind],
+        "bind": [settings.bind] + ([settings.health_bind] if settings.health_bind else []),
         "workers": settings.workers,
-        "worker_class": "gthread",
-        # Each worker listens on its own SO_REUSEPORT socket (gunicorn >= 24), and the kernel spreads new
-        # connections over them. On one shared socket, whichever worker wakes first takes the connections
-        # that arrive together, and a gthread worker keeps them: the apiserver's few long-lived connections
-        # piled onto one or two workers (measured: all 8 of bench/load.py's on one worker in 1 run of 5,
-        # 7+1 in others), leaving a CPU idle.
-        "reuse_port": True,
-        "threads": settings.threads,
+        "worker_class": configured(limits),
+        "worker_connections": settings.max_connections,
+        # With several workers, each listens on its own SO_REUSEPORT socket (gunicorn >= 24), and the kernel
+        # spreads new connections over them. On one shared socket, whichever worker wakes first takes the
+        # connections that arrive together, and a worker keeps them: the apiserver's few long-lived
+        # connections piled onto one or two workers (measured: all 8 of bench/load.py's on one worker in 1
+        # run of 5, 7+1 in others), leaving a CPU idle. With one worker the master holds the socket, so
+        # that while a crashed worker is replaced, new connections wait in the backlog instead of being
+        # refused.
+        "reuse_port": settings.workers > 1,
         "keepalive": settings.keepalive,
         "graceful_timeout": settings.graceful_timeout,
         "timeout": 30,
@@ -157,6 +167,9 @@ def ssl_context(config, default_ssl_context_factory):
 def build_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask:
     """The app of one worker, with the thread that reloads the policy when its file changes."""
     from webhook.app import create_app, runtime  # imported in the worker, after on_starting
+    # The Kubernetes client (urllib3) binds `ssl`'s names when imported: only in the worker, after gevent
+    # patched them, or its lookups would block the worker's event loop.
+    from webhook.lookups.kubeconfig import ClusterConfigError
 
     try:
         app = create_app(settings, resolver=resolver)

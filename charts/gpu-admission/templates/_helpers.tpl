@@ -80,6 +80,10 @@ app.kubernetes.io/component: webhook
 {{- if .Values.hostNetwork.enabled -}}{{ int .Values.hostNetwork.port }}{{- else -}}{{ int .Values.server.port }}{{- end -}}
 {{- end -}}
 
+{{- define "gpu-admission.healthPort" -}}
+{{- if .Values.hostNetwork.enabled -}}{{ int .Values.hostNetwork.healthPort }}{{- else -}}{{ int .Values.server.healthPort }}{{- end -}}
+{{- end -}}
+
 {{- define "gpu-admission.dnsPolicy" -}}
 {{- if .Values.dnsPolicy -}}
 {{- .Values.dnsPolicy -}}

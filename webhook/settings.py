@@ -27,6 +27,7 @@ ENV_LOG_LEVEL = "GPU_ADMISSION_LOG_LEVEL"
 ENV_LOG_FORMAT = "GPU_ADMISSION_LOG_FORMAT"
 ENV_HEALTH_BIND = "GPU_ADMISSION_HEALTH_BIND"
 ENV_MAX_CONNECTIONS = "GPU_ADMISSION_MAX_CONNECTIONS"
+ENV_MAX_BUFFERED = "GPU_ADMISSION_MAX_BUFFERED_BYTES"
 ENV_HANDSHAKE_TIMEOUT = "GPU_ADMISSION_HANDSHAKE_TIMEOUT"
 ENV_HEADER_TIMEOUT = "GPU_ADMISSION_HEADER_TIMEOUT"
 ENV_BODY_TIMEOUT = "GPU_ADMISSION_BODY_TIMEOUT"
@@ -62,6 +63,9 @@ class Settings:
     # socket and its buffers (webhook/server/worker.py), so the cap is high: the deadlines below are
     # what keep slow clients from piling up.
     max_connections: int = 4096
+    # All request bodies a worker holds at once (read, or waiting for the app): bounds the memory that
+    # many clients sending at once can take. Past it a body gets 503 and its connection closes.
+    max_buffered_bytes: int = 64 * MiB
     # Deadlines of a connection's phases, in seconds. The apiserver calls with `?timeout=10s` (at most
     # the webhook's timeoutSeconds, 5 s in the chart) and sends a request at once: anything slower is
     # not the apiserver.
@@ -91,10 +95,14 @@ class Settings:
             _check_bind(self.health_bind)
             if self.health_bind.rpartition(":")[2] == self.bind.rpartition(":")[2]:
                 raise SettingsError("the health address must use another port than the bind address")
-        for name in ("workers", "max_body_bytes", "max_connections", "keepalive", "graceful_timeout"):
+        for name in ("workers", "max_body_bytes", "max_connections", "max_buffered_bytes", "keepalive",
+                     "graceful_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise SettingsError(f"{name} must be a positive integer")
+        if isinstance(self.max_buffered_bytes, int) and self.max_buffered_bytes <= self.max_body_bytes:
+            raise SettingsError("max_buffered_bytes must be larger than max_body_bytes: a body of the largest "
+                                "size must fit")
         object.__setattr__(self, "log_level", LOG_LEVEL_ALIASES.get(self.log_level, self.log_level))
         for name in ("handshake_timeout", "header_timeout", "body_timeout"):
             if not 0 < getattr(self, name) <= 300:
@@ -124,6 +132,7 @@ class Settings:
             workers=_int(env, ENV_WORKERS, default_workers()),
             max_body_bytes=_int(env, ENV_MAX_BODY, 3 * MiB),
             max_connections=_int(env, ENV_MAX_CONNECTIONS, 4096),
+            max_buffered_bytes=_int(env, ENV_MAX_BUFFERED, 64 * MiB),
             handshake_timeout=_float(env, ENV_HANDSHAKE_TIMEOUT, 5.0),
             header_timeout=_float(env, ENV_HEADER_TIMEOUT, 5.0),
             body_timeout=_float(env, ENV_BODY_TIMEOUT, 10.0),

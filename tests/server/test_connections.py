@@ -315,3 +315,44 @@ def _alive(pid: int) -> bool:
             return not any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
     except OSError:
         return False
+
+
+def test_the_bodies_a_worker_holds_are_bounded_in_total(tmp_path):
+    """Many clients sending bodies at once cannot take unbounded memory: past the worker's budget a body
+    gets 503 and its connection closes, while a request that fits is answered; once the held bodies are
+    gone (their deadline), the budget is whole again."""
+    part = 56 * 1024  # what each held connection sends of its 64 KiB body before it stalls
+    budget = 3 * part + 8 * 1024  # three held bodies fit, with room for a review; a fourth does not
+    with serve(tmp_path, WORKERS="1", BODY_TIMEOUT="3", MAX_BODY_BYTES=str(MAX_BODY),
+               MAX_BUFFERED_BYTES=str(budget)) as server:
+        head = (f"POST /validate HTTP/1.1\r\nHost: {SERVER_NAME}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {MAX_BODY}\r\n\r\n").encode()
+        held = []
+        try:
+            for _ in range(3):
+                sock = server.tls_socket()
+                sock.sendall(head + b" " * part)
+                held.append(sock)
+            time.sleep(0.3)  # the server has read what they sent
+            review = server.tls_socket()
+            f = review.makefile("rb")
+            review.sendall(_request(_review()))  # a review of a few hundred bytes still fits
+            assert _read_response(f)[0] == 200
+            review.close()
+            over = server.tls_socket()
+            over.sendall(head + b" " * part)
+            status, headers, body = _read_response(over.makefile("rb"))
+            over.close()
+            assert status == 503 and headers["connection"] == "close"
+            assert json.loads(body)["reason"] == "ServiceUnavailable"
+            assert any(r.get("event") == "bodies-full" for r in server.records())
+            for sock in held:  # their deadline: 408, and what they held is given back
+                assert _read_response(sock.makefile("rb"))[0] == 408
+        finally:
+            for sock in held:
+                sock.close()
+        again = server.tls_socket()
+        again.sendall(head + b" " * MAX_BODY)  # a whole body of the largest size: answered (400: not JSON)
+        status, _, _ = _read_response(again.makefile("rb"))
+        again.close()
+        assert status == 400

@@ -38,12 +38,12 @@ def test_every_variable_is_read():
            s.ENV_WORKERS: "3", s.ENV_MAX_BODY: "1024", s.ENV_LOG_LEVEL: "DEBUG",
            s.ENV_ON_ERROR: "deny", s.ENV_RELOAD_INTERVAL: "0.5", s.ENV_METRICS_DIR: "/tmp/m",
            s.ENV_MAX_CONNECTIONS: "50", s.ENV_HANDSHAKE_TIMEOUT: "1.5", s.ENV_HEADER_TIMEOUT: "2",
-           s.ENV_BODY_TIMEOUT: "3", s.ENV_IDLE_TIMEOUT: "100"}
+           s.ENV_BODY_TIMEOUT: "3", s.ENV_IDLE_TIMEOUT: "100", s.ENV_MAX_BUFFERED: "8192"}
     assert Settings.from_env(env) == Settings(
         policy_path=Path("/p.yaml"), tls_cert=Path("/c"), tls_key=Path("/k"), bind="127.0.0.1:9443", workers=3,
         max_body_bytes=1024, log_level="debug", failure_mode="deny", reload_interval=0.5,
         metrics_dir=Path("/tmp/m"), max_connections=50, handshake_timeout=1.5, header_timeout=2.0,
-        body_timeout=3.0, keepalive=100)
+        body_timeout=3.0, keepalive=100, max_buffered_bytes=8192)
 
 
 @pytest.mark.parametrize(("env", "message"), [
@@ -60,6 +60,10 @@ def test_every_variable_is_read():
     pytest.param({s.ENV_BODY_TIMEOUT: "0"}, "body_timeout must be > 0", id="body-timeout-zero"),
     pytest.param({s.ENV_HEADER_TIMEOUT: "later"}, "GPU_ADMISSION_HEADER_TIMEOUT must be a number", id="header-word"),
     pytest.param({s.ENV_BIND: "host:http"}, "bind address must be HOST:PORT", id="bind-port-word"),
+    pytest.param({s.ENV_MAX_BUFFERED: "1048576"}, "max_buffered_bytes must be larger than max_body_bytes",
+                 id="budget-below-one-body"),
+    pytest.param({s.ENV_MAX_BUFFERED: "none"}, "GPU_ADMISSION_MAX_BUFFERED_BYTES must be a positive integer",
+                 id="budget-word"),
 ])
 def test_bad_values_are_named_not_echoed(env, message):
     with pytest.raises(SettingsError) as exc:
@@ -106,7 +110,7 @@ def test_gunicorn_options_for_the_deployment(tmp_path, metrics_env):
     worker = opts["worker_class"]  # gevent: a slow client costs a socket, not a thread
     assert issubclass(worker, AdmissionWorker) and worker.limits == Limits(
         handshake_timeout=5.0, header_timeout=5.0, body_timeout=10.0, idle_timeout=120, max_connections=4096,
-        max_body_bytes=3 * 1024 * 1024)
+        max_body_bytes=3 * 1024 * 1024, max_buffered_bytes=64 * 1024 * 1024)
     assert opts["reuse_port"] is True  # a listening socket per worker: the kernel spreads the connections
     # One worker: the master holds the listening socket, so a worker's crash leaves connections queued, not refused.
     assert options(Settings(workers=1))["reuse_port"] is False

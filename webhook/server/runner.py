@@ -106,6 +106,7 @@ def options(settings: Settings, metrics: MetricsDir | None = None) -> dict:
     limits = Limits(handshake_timeout=settings.handshake_timeout, header_timeout=settings.header_timeout,
                     body_timeout=settings.body_timeout, idle_timeout=settings.keepalive,
                     max_connections=settings.max_connections, max_body_bytes=settings.max_body_bytes,
+                    max_buffered_bytes=settings.max_buffered_bytes,
                     health_port=int(settings.health_bind.rpartition(":")[2]) if settings.health_bind else None)
     out = {
         "bind": [settings.bind] + ([settings.health_bind] if settings.health_bind else []),

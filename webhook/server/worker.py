@@ -5,7 +5,9 @@ a socket and its buffers, never a thread that other requests wait for (docs/serv
 model). Each phase of a connection has its own deadline: the TLS handshake, the request's headers, the
 whole body (read here, in full, before the app runs: the app never blocks on a client), and the idle
 wait between two requests of a kept-alive connection. Past `max_connections` open connections a new one
-is reset at once instead of waiting in the accept queue. HTTP parsing, the WSGI environ and the response
+is reset at once instead of waiting in the accept queue, and the bodies a worker holds (read, or waiting
+for the app) are bounded in total by `max_buffered_bytes`: a body that would pass it gets a 503 and the
+connection closes, so memory stays bounded however many clients send at once. HTTP parsing, the WSGI environ and the response
 are gunicorn's; only the order in which the phases run and their deadlines are this module's."""
 from __future__ import annotations
 
@@ -40,6 +42,9 @@ log = logging.getLogger(f"{LOGGER}.server")
 PLAIN_HTTP_LOG_INTERVAL = 60.0  # one line a minute at most for clients speaking HTTP to the HTTPS port
 LINGER_SECONDS = 2.0  # after an answer to a body not read: keep reading (and dropping) this long
 LINGER_BYTES = 4 * 1024 * 1024
+# A body is read, and counted against the worker's budget, this much at a time: a read waits for the whole
+# chunk, so what a stalled body holds uncounted stays below it.
+BODY_CHUNK = 8 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +55,7 @@ class Limits:
     idle_timeout: float
     max_connections: int
     max_body_bytes: int
+    max_buffered_bytes: int  # all request bodies a worker holds at once
     health_port: int | None = None  # a plain-HTTP listener of its own for /healthz and /readyz
 
 
@@ -59,6 +65,10 @@ HEALTH_MAX_CONNECTIONS = 64  # the kubelet's probes: a few at a time
 
 class _Deadline(Exception):
     """A phase of the connection ran past its deadline; its text names the phase."""
+
+
+class _Full(Exception):
+    """The worker's bodies budget cannot take the rest of a body: it was answered 503."""
 
 
 class _Listener(StreamServer):
@@ -97,6 +107,8 @@ class AdmissionWorker(GeventWorker):
         self._refused = 0
         self._plain_http = 0
         self._plain_http_logged = 0.0
+        self._buffered = 0  # bytes of request bodies held now (read, or waiting for the app)
+        self._full = 0
         _raise_open_file_limit()
         super().init_process()
 
@@ -212,40 +224,69 @@ class AdmissionWorker(GeventWorker):
                 return False
             first = False
             try:
-                unread = self._take_body(req, client)
-            except _Deadline:
-                return True  # answered 408; the rest of the body may still be on its way
-            if listener.health and req.path not in HEALTH_PATHS:
-                _write(client, http_status(404, "NotFound", "this port serves /healthz and /readyz only", close=True))
-                return unread
+                unread, held = self._take_body(req, client)
+            except (_Deadline, _Full):
+                return True  # answered 408 or 503; the rest of the body may still be on its way
             try:
-                self.handle_request(listener_name, req, client, addr)
-            except StopIteration:
-                return unread
+                if listener.health and req.path not in HEALTH_PATHS:
+                    _write(client, http_status(404, "NotFound", "this port serves /healthz and /readyz only",
+                                               close=True))
+                    return unread
+                try:
+                    self.handle_request(listener_name, req, client, addr)
+                except StopIteration:
+                    return unread
+            finally:
+                self._buffered -= held
             if unread:  # never kept alive with a body left on the wire
                 return True
         return False
 
-    def _take_body(self, req, client) -> bool:
+    def _take_body(self, req, client) -> tuple[bool, int]:
         """Read the whole body under its deadline (at most the limit and one byte more), and hand the
-        app a buffer of it. True when the body is left unread: larger than the limit by its
-        Content-Length (the app answers 413 from the length alone), or the connection then closes."""
+        app a buffer of it. Returns whether the body is left unread (larger than the limit by its
+        Content-Length: the app answers 413 from the length alone; or the connection then closes), and
+        the bytes it holds of the worker's budget, which the caller gives back once answered."""
         limit = self.limits.max_body_bytes
         reader = req.body.reader
         if isinstance(reader, LengthReader) and reader.length > limit:
             req.must_close = True
-            return True
+            return True, 0
+        chunks: list[bytes] = []
+        held = 0
         try:
             with gevent.Timeout(self.limits.body_timeout, _Deadline("body")):
-                data = req.body.read(limit + 1)
+                while held <= limit:
+                    chunk = req.body.read(min(BODY_CHUNK, limit + 1 - held))
+                    if not chunk:
+                        break
+                    if self._buffered + len(chunk) > self.limits.max_buffered_bytes:
+                        raise _Full()
+                    self._buffered += len(chunk)
+                    held += len(chunk)
+                    chunks.append(chunk)
         except _Deadline:
+            self._buffered -= held
             _write(client, http_status(408, "RequestTimeout", f"the request body did not arrive within "
                                        f"{self.limits.body_timeout:g} s", close=True))
             raise
-        if len(data) > limit:  # a chunked body over the limit: the app says 413, and the rest is not read
+        except _Full:
+            self._buffered -= held
+            self._bodies_full()
+            _write(client, http_status(503, "ServiceUnavailable", "the server holds as many request bodies as it "
+                                       "may at once; retry", close=True))
+            raise
+        if held > limit:  # a chunked body over the limit: the app says 413, and the rest is not read
             req.must_close = True
-        req.body = io.BytesIO(data)
-        return len(data) > limit
+        req.body = io.BytesIO(b"".join(chunks))
+        return held > limit, held
+
+    def _bodies_full(self) -> None:
+        self._full += 1
+        if self._full in (1, 10, 100) or self._full % 1000 == 0:
+            log.warning("request body refused: the worker holds as many request bodies as it may", extra={
+                "fields": {"event": "bodies-full", "max_buffered_bytes": self.limits.max_buffered_bytes,
+                           "refused": self._full}})
 
     def handle_error(self, req, client, addr, exc):
         """A request gunicorn could not parse: a Kubernetes Status in JSON (gunicorn's own answer is an

@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 COMPILED := build/compiled
 
-.PHONY: install test run bench certs compiled clean
+.PHONY: install test e2e e2e-cluster run bench certs compiled clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,17 @@ compiled: $(STAMP)
 	rm -rf build
 	GPU_ADMISSION_COMPILE=1 $(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir build/wheel .
 	$(BIN)/python -m zipfile -e build/wheel/gpu_admission-*.whl $(COMPILED)
+
+# The suite through a real control plane (tests/e2e): builds kube-apiserver, kube-controller-manager, kubectl
+# and etcd from the pinned Go modules when missing (tests/e2e/.bin/, E2E_KUBERNETES=1.34|1.37), starts them
+# on loopback, runs tests/e2e, stops everything. E2E_ARGS go to pytest (e.g. -k denial, --update-golden).
+e2e: $(STAMP)
+	$(BIN)/python tests/e2e/build.py
+	$(BIN)/pytest -m e2e tests/e2e $(E2E_ARGS)
+
+# The same control plane kept running for manual use: prints the KUBECONFIG line, Ctrl-C stops it.
+e2e-cluster: $(STAMP)
+	$(BIN)/python tests/e2e/cluster.py up $(or $(DIR),build/e2e-cluster)
 
 run: $(STAMP)
 	$(BIN)/gpu-admission serve

@@ -19,11 +19,13 @@ from tests.support import REAL_MANIFESTS, SEED
 
 pytestmark = pytest.mark.e2e
 
-MANIFESTS = sorted([*REAL_MANIFESTS.glob("*.yaml"), *SEED.glob("*.yaml")])
+MANIFESTS = sorted([*REAL_MANIFESTS.glob("*.yaml"), *SEED.glob("*.yaml"),
+                    *(Path(__file__).parent / "manifests").glob("*.yaml")])
 CLUSTER_SCOPED = {"Namespace", "DeviceClass"}
 RULE = re.compile(r"\[([a-z0-9-]+)\] https?://\S+$")
 # the object a message names: `pod "ns/name"`, `job "ns/name"`, `deviceclass "name"`
 SUBJECT = re.compile(r'^(?:Warning: )?(?:dry-run(?:, would deny)?: )?([a-z]+) "([^"]+)"')
+DENIAL = re.compile(r'denied the request: ([a-z]+) "([^"]+)"')
 
 
 def check(path: Path) -> list[dict]:
@@ -33,33 +35,35 @@ def check(path: Path) -> list[dict]:
     return json.loads(result.stdout)
 
 
-def expected(results: list[dict]) -> tuple[dict, Counter]:
-    """(object -> allowed, Counter of (object, rule) warned) from `check`."""
-    verdicts, warned = {}, Counter()
+def expected(results: list[dict]) -> tuple[dict, Counter, Counter]:
+    """(object -> allowed, Counter of (object, rule) warned, and denied) from `check`."""
+    verdicts, warned, denied = {}, Counter(), Counter()
     for r in results:
         key = (r["kind"].lower(), f"{r['namespace']}/{r['name']}" if r["namespace"] else r["name"])
         verdicts[key] = r["allowed"]
         for v in r["violations"]:
             if v["action"] == "warn":
                 warned[(key, v["rule"])] += 1
-    return verdicts, warned
+            elif v["action"] == "enforce" and not r["allowed"]:
+                denied[(key, v["rule"])] += 1
+    return verdicts, warned, denied
 
 
-def observed(stdout: str, stderr: str, docs: list[dict]) -> tuple[dict, Counter]:
+def observed(stdout: str, stderr: str, docs: list[dict]) -> tuple[dict, Counter, Counter]:
     created = {line.split()[0].split("/", 1)[1] for line in stdout.splitlines() if " created" in line}
     verdicts = {}
     for d in docs:
         ns = d["metadata"].get("namespace") or ("" if d["kind"] in CLUSTER_SCOPED else "default")
         key = (d["kind"].lower(), f"{ns}/{d['metadata']['name']}" if ns else d["metadata"]["name"])
         verdicts[key] = d["metadata"]["name"] in created
-    warned = Counter()
+    warned, denied = Counter(), Counter()
     for line in stderr.splitlines():
-        if not line.startswith("Warning: "):
-            continue
-        subject, rule = SUBJECT.match(line), RULE.search(line)
-        if subject and rule:
+        rule = RULE.search(line)
+        if line.startswith("Warning: ") and (subject := SUBJECT.match(line)) and rule:
             warned[((subject.group(1), subject.group(2)), rule.group(1))] += 1
-    return verdicts, warned
+        elif (subject := DENIAL.search(line)) and rule:
+            denied[((subject.group(1), subject.group(2)), rule.group(1))] += 1
+    return verdicts, warned, denied
 
 
 def namespaces_of(docs: list[dict]) -> set[str]:
@@ -74,11 +78,12 @@ def test_kubectl_apply_agrees_with_check(cluster, kubectl, lookups, webhook, pat
         cluster.namespace(ns)
     try:
         result = kubectl.apply_file(path)
-        want_verdicts, want_warned = expected(check(path))
-        got_verdicts, got_warned = observed(result.stdout, result.stderr, docs)
+        want_verdicts, want_warned, want_denied = expected(check(path))
+        got_verdicts, got_warned, got_denied = observed(result.stdout, result.stderr, docs)
         for key, allowed in want_verdicts.items():
             assert got_verdicts.get(key) == allowed, (key, result.stdout, result.stderr)
         assert got_warned == want_warned, result.stderr
+        assert got_denied == want_denied, result.stderr
         assert (result.returncode == 0) == all(want_verdicts.values()), result.stderr
     finally:
         subprocess.run([str(kubectl.binary), "delete", "-f", str(path), "--ignore-not-found", "--wait=true",

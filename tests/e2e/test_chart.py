@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from tests.chart.conftest import NAMESPACE as CHART_NAMESPACE
+from tests.chart.conftest import VALUE_SETS, render_values
 from tests.e2e.conftest import CHART, NAMESPACE, RELEASE, ca_bundle, wait_for
 from tests.e2e.test_kubectl import gpu_pod
 
@@ -88,3 +90,28 @@ def test_uninstall_leaves_no_webhook_configuration(cluster, kubectl, release):
                  "serviceaccounts", "clusterroles", "clusterrolebindings"):
         assert kubectl.json("get", kind, "-A", "-l", selector)["items"] == [], kind
     kubectl.run("delete", "namespace", namespace, "--wait=false")
+
+
+# kinds whose CRDs this cluster has not (cert-manager's, prometheus-operator's): the offline tests cover them
+NOT_SERVED = ("cert-manager.io/", "monitoring.coreos.com/")
+
+
+@pytest.mark.parametrize("value_set", [pytest.param(name, id=name) for name in VALUE_SETS])
+def test_every_value_set_renders_objects_the_apiserver_accepts(kubectl, value_set):
+    """Every object of every value set of tests/chart, created as a server-side dry-run: the apiserver's own
+    validation (webhook configurations, their matchConditions' CEL, selectors, RBAC, PDB...) and admission
+    accept it. Cluster-scoped objects get a suffix so as not to meet the installed release's."""
+    kubectl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CHART_NAMESPACE}})
+    rendered = render_values(VALUE_SETS[value_set])
+    objects = [d for path, text in rendered.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
+    sent = []
+    for obj in objects:
+        if obj["apiVersion"].startswith(NOT_SERVED):
+            continue
+        if "namespace" not in obj["metadata"]:
+            obj["metadata"]["name"] += "-dry"
+        sent.append(obj)
+    assert any(o["kind"] == "ValidatingWebhookConfiguration" for o in sent)
+    result = kubectl.create("\n---\n".join(yaml.safe_dump(o) for o in sent), "--dry-run=server", check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("created (server dry run)") == len(sent)

@@ -39,6 +39,7 @@ from tests.e2e import build  # noqa: E402
 SERVICE_CIDR = "10.0.0.0/24"  # allocates Service IPs only: nothing here routes to them
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 READY_TIMEOUT = 120.0
+DRA_BETAS = ("v1beta1", "v1beta2")
 
 # Only what the tests read: writes to the objects the webhook sees, with their admission annotations
 # (level Metadata carries them), and nothing for reads, leases or events, so the log stays small.
@@ -196,10 +197,9 @@ class Cluster:
         return self.root / "pki" / "ca.crt"
 
     def runtime_config(self) -> str:
-        """The DRA API: resource.k8s.io/v1 is on by default; the betas this release still serves are turned on."""
-        minor = int(self.chain.minor.split(".")[1])
-        betas = ["v1beta1", "v1beta2"] if minor <= 35 else ["v1beta2"] if minor <= 36 else []
-        return ",".join(f"resource.k8s.io/{v}=true" for v in betas) or "api/all=true"
+        """The DRA API: resource.k8s.io/v1 is on by default; its betas (1.34 to 1.37 still serve both) are turned
+        on, so that objects written for them are admitted as on clusters that enable them."""
+        return ",".join(f"resource.k8s.io/{v}=true" for v in DRA_BETAS)
 
     # -------------------------------------------------------------------------------------------- start
 

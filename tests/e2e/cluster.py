@@ -269,7 +269,7 @@ class Cluster:
         _wait(lambda: _http_ok(f"{self.etcd_url}/health"), "etcd", self.processes["etcd"], self.root)
 
     def _start_apiserver(self) -> None:
-        self.apiserver_port = free_port()
+        self.apiserver_port = self.apiserver_port or free_port()
         pki = self.root / "pki"
         self._spawn("kube-apiserver", [
             str(self.chain.binary("kube-apiserver")),
@@ -334,19 +334,38 @@ class Cluster:
         except (urllib.error.URLError, OSError):
             return None
 
+    def restart_apiserver(self, between=None) -> None:
+        """Stop kube-apiserver, run `between()` (etcd alone is up), start it again on the same port: its
+        watch cache starts afresh from etcd, as after an apiserver upgrade or crash."""
+        self._stop_one("kube-apiserver")
+        if between is not None:
+            between()
+        self._start_apiserver()
+        self._wait_ready()
+
+    def etcd(self, call: str, body: dict) -> dict:
+        """One call of etcd's JSON gateway (/v3/kv/range, /v3/kv/put, /v3/kv/compaction...)."""
+        request = urllib.request.Request(f"{self.etcd_url}/v3/{call}", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read())
+
     # --------------------------------------------------------------------------------------------- stop
 
     def stop(self) -> None:
         for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
-            proc = self.processes.pop(name, None)
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            self._stop_one(name)
+
+    def _stop_one(self, name: str) -> None:
+        proc = self.processes.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
     def __enter__(self) -> "Cluster":
         return self.start()

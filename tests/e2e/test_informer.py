@@ -1,0 +1,62 @@
+"""The webhook's informers (webhook/lookups/informer.py) against a real kube-apiserver's watch: after etcd
+compacts past the informer's resourceVersion (and the apiserver's watch cache starts afresh, as after an
+apiserver restart) the watch answers 410 Gone, the informer lists again and then sees new objects. Its own
+control plane: the apiserver is restarted here."""
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from tests.e2e import cluster as clusterlib
+from tests.e2e.conftest import Kubectl, wait_for
+from webhook.lookups.informer import Informer, InformerSettings
+from webhook.lookups.kubeconfig import load_api_client
+from webhook.lookups.resources import RESOURCE_CLAIM_TEMPLATES
+
+pytestmark = pytest.mark.e2e
+
+
+def claim_template(name: str) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.nvidia.com"}}]}}}}
+
+
+@pytest.fixture(scope="module")
+def own_cluster(tmp_path_factory):
+    with clusterlib.Cluster(tmp_path_factory.mktemp("informer-cluster")) as running:
+        yield running
+
+
+def test_410_gone_after_compaction_and_a_fresh_list(own_cluster):
+    kubectl = Kubectl(own_cluster.kubectl, own_cluster.kubeconfig)
+    kubectl.create(claim_template("before"))
+    informer = Informer(load_api_client(str(own_cluster.kubeconfig)), RESOURCE_CLAIM_TEMPLATES,
+                        transform=lambda obj: obj["metadata"]["name"], settings=InformerSettings(watch_seconds=4))
+    informer.start()
+    try:
+        assert informer.synced.wait(30)
+        assert informer.values() == ["before"] and informer.lists == 1
+        def compact_past_the_informer():
+            key = base64.b64encode(b"/e2e/advance").decode()
+            for _ in range(3):
+                own_cluster.etcd("kv/put", {"key": key, "value": key})
+            revision = int(own_cluster.etcd("kv/range", {"key": key})["header"]["revision"])
+            assert revision > int(informer.resource_version)
+            own_cluster.etcd("kv/compaction", {"revision": revision, "physical": True})
+
+        stale = informer.resource_version
+        own_cluster.restart_apiserver(between=compact_past_the_informer)
+        # what the informer's next watch is answered: the real apiserver's 410 for that version
+        raw = kubectl.run("get", "--raw", f"/apis/resource.k8s.io/v1/resourceclaimtemplates?watch=1&"
+                          f"resourceVersion={stale}&timeoutSeconds=2&allowWatchBookmarks=true").stdout
+        event = json.loads(raw.splitlines()[0])
+        assert event["type"] == "ERROR" and event["object"]["code"] == 410, raw
+        wait_for(lambda: informer.lists >= 2, "the re-list after 410 Gone", timeout=90)
+        kubectl.create(claim_template("after"))
+        wait_for(lambda: sorted(informer.values()) == ["after", "before"], "the new template in the cache")
+    finally:
+        informer.stop()

@@ -265,6 +265,9 @@ class Cluster:
             f"--initial-cluster=e2e=http://127.0.0.1:{peer}",
             # a test cluster's data is thrown away: no fsync keeps etcd off the shared disk's critical path
             "--unsafe-no-fsync", "--quota-backend-bytes=1073741824", "--log-level=warn",
+            # progress notifications let the apiserver's watch caches (and so the BOOKMARKs they send) follow
+            # the revision while their own kind is quiet; 10 min by default, seconds in a test
+            "--watch-progress-notify-interval=5s",
         ])
         _wait(lambda: _http_ok(f"{self.etcd_url}/health"), "etcd", self.processes["etcd"], self.root)
 

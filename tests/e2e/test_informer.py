@@ -1,4 +1,6 @@
-"""The webhook's informers (webhook/lookups/informer.py) against a real kube-apiserver's watch: after etcd
+"""The webhook's informers (webhook/lookups/informer.py) against a real kube-apiserver's watch: BOOKMARKs
+carry its resourceVersion past writes of other kinds without a re-list (etcd's progress notifications keep
+the watch cache's version current, as on clusters that set them); after etcd
 compacts past the informer's resourceVersion (and the apiserver's watch cache starts afresh, as after an
 apiserver restart) the watch answers 410 Gone, and the informer lists again: a delete made meanwhile, which
 no watch event will ever report, is gone from its cache, and new objects reach it. Its own
@@ -32,7 +34,7 @@ def own_cluster(tmp_path_factory):
         yield running
 
 
-def test_410_gone_after_compaction_and_a_fresh_list(own_cluster):
+def test_bookmarks_then_410_gone_after_compaction_and_a_fresh_list(own_cluster):
     kubectl = Kubectl(own_cluster.kubectl, own_cluster.kubeconfig)
     kubectl.create(claim_template("before"))
     informer = Informer(load_api_client(str(own_cluster.kubeconfig)), RESOURCE_CLAIM_TEMPLATES,
@@ -41,6 +43,14 @@ def test_410_gone_after_compaction_and_a_fresh_list(own_cluster):
     try:
         assert informer.synced.wait(30)
         assert informer.values() == ["before"] and informer.lists == 1
+        listed_at = int(informer.resource_version)
+        # other kinds move the etcd revision on; only BOOKMARKs can carry the informer's version past them
+        for i in range(3):
+            kubectl.create({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": f"c{i}", "namespace": "default"}})
+        moved = int(kubectl.json("get", "configmap", "c2", "-n", "default")["metadata"]["resourceVersion"])
+        wait_for(lambda: int(informer.resource_version) >= moved, "a BOOKMARK past the ConfigMaps", timeout=60)
+        assert informer.lists == 1 and int(informer.resource_version) > listed_at
         def delete_while_away_and_compact():
             # "before" deleted in etcd itself while the apiserver is down: only a fresh list can reveal it
             b64 = lambda raw: base64.b64encode(raw).decode()  # noqa: E731

@@ -8,7 +8,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DIST := dist
 
-.PHONY: install test run bench certs schema lock chart clean
+.PHONY: install test e2e e2e-cluster run bench certs schema lock chart clean
 
 # The runtime dependencies at the lock's versions first (what the image runs), then the project and
 # its test tools.
@@ -29,6 +29,17 @@ install: $(STAMP) $(CHECKOV_STAMP)
 
 test: install
 	$(BIN)/pytest
+
+# The suite through a real control plane (tests/e2e): builds kube-apiserver, kube-controller-manager, kubectl
+# and etcd from the pinned Go modules when missing (tests/e2e/.bin/, E2E_KUBERNETES=1.34|1.37), starts them
+# on loopback, runs tests/e2e, stops everything. E2E_ARGS go to pytest (e.g. -k denial, --update-golden).
+e2e: $(STAMP)
+	$(BIN)/python tests/e2e/build.py
+	$(BIN)/pytest -m e2e tests/e2e $(E2E_ARGS)
+
+# The same control plane kept running for manual use: prints the KUBECONFIG line, Ctrl-C stops it.
+e2e-cluster: $(STAMP)
+	$(BIN)/python tests/e2e/cluster.py up $(or $(DIR),build/e2e-cluster)
 
 run: $(STAMP)
 	$(BIN)/gpu-admission serve

@@ -1,15 +1,16 @@
 """Which handler answers a checked AdmissionReview request, and which requests no rule may block.
 
-DESIGN.md section 7: DELETE, CONNECT, subresources other than `pods/ephemeralcontainers`, and updates
-that change only status or metadata always go through, so that cleanup (claims, finalizers, Jobs)
-is never stuck behind a policy."""
+DESIGN.md section 7: DELETE, CONNECT, subresources other than `pods/ephemeralcontainers`, updates
+that change only status or metadata, and updates of a workload that leave its pod template as it was
+(replicas, suspend, parallelism: nothing the rules read) always go through, so that cleanup (claims,
+finalizers, Jobs) and scaling are never stuck behind a policy."""
 from __future__ import annotations
 
 from webhook import handlers
 from webhook.config import Policy
 from webhook.handlers.outcome import Outcome
 from webhook.lookups.base import Resolver
-from webhook.objects.kinds import SUBRESOURCES
+from webhook.objects.kinds import BY_RESOURCE, SUBRESOURCES
 from webhook.policy.checks.device_access_bypass import ANNOTATION_PREFIXES
 
 _UNREAD = frozenset({"metadata", "status"})
@@ -33,9 +34,25 @@ def never_blocked(request: dict) -> str:
         resource = request["resource"]
         if sub not in SUBRESOURCES.get((resource["group"], resource["resource"]), ()):
             return f"the {resource['resource']}/{sub} subresource is never blocked"
-    if operation == "UPDATE" and _only_status_or_metadata(request["object"], request["oldObject"]):
-        return "the update changes only status or metadata"
+    if operation == "UPDATE":
+        new, old = request["object"], request["oldObject"]
+        if _only_status_or_metadata(new, old):
+            return "the update changes only status or metadata"
+        resource = request["resource"]
+        info = BY_RESOURCE.get((resource["group"], resource["resource"]))
+        if info is not None and info.kind != "Pod" and info.pod_spec_path is not None and not sub:
+            template = info.pod_spec_path[:-1]  # spec.template, spec.jobTemplate.spec.template, template
+            if _at(new, template) == _at(old, template) and _at(new, template) is not None:
+                return "the update leaves the pod template unchanged"
     return ""
+
+
+def _at(obj, path: tuple[str, ...]):
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
 
 
 def _only_status_or_metadata(new: dict, old: dict) -> bool:

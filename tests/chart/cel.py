@@ -4,6 +4,11 @@ commutative and absorb an error when the other side decides, and `exists` is tru
 satisfies the predicate even if others error. Enough to evaluate the rendered expressions against real
 objects; not a general CEL implementation (no arithmetic, no ternary, no type checking).
 
+It stands in for the kube-apiserver's CEL (cel-go) in the fast suite, where hundreds of objects are compared
+with the engine in seconds. The real apiserver evaluating the same matchConditions is tests/e2e: non-GPU Pods
+never reach the webhook (its request counter stays still), GPU Pods do, and every value set's
+matchConditions compile there (tests/e2e/test_failure.py, tests/e2e/test_chart.py).
+
 Grammar (CEL precedence): or := and ('||' and)* ; and := rel ('&&' rel)* ;
 rel := unary (('=='|'!='|'in') unary)? ; unary := '!' unary | member ;
 member := primary ('.' IDENT ('(' args ')')?)* ;

@@ -17,6 +17,11 @@ What it reproduces, because the code under test depends on it:
 Faults are injected per resource and verb: `fail()` answers a status, `delay()` answers slowly,
 `unserve()` removes a resource, `drop_watches()` cuts open watches, `compact()` expires old versions,
 `hold_watches()` keeps new watches waiting. Every request is logged in `calls`.
+
+It stands in for the kube-apiserver's list/watch side (and etcd's compaction) where a real one cannot be
+made to answer so on demand: a 403 on one kind, a slow or stalled answer, a dropped or held watch, a
+compaction at a chosen version, a malformed body. The real one is tests/e2e (tests/e2e/cluster.py): the
+lookups there watch a real kube-apiserver with the chart's ServiceAccount token.
 """
 from __future__ import annotations
 

@@ -99,21 +99,8 @@ def test_bookmarks_advance_the_version_so_a_reconnect_needs_no_relist(fake_api, 
     assert fake_api.calls_to("deviceclasses", "watch")[-1].query["resourceVersion"] == str(int(listed_at) + 3)
 
 
-def test_gone_watch_relists_and_sees_what_changed_meanwhile(fake_api, informer):
-    fake_api.load(seed_text("dra-manifests.yaml"))
-    inf = informer()
-    assert inf.synced.wait(5)
-    eventually(lambda: fake_api.open_watches("deviceclasses") == 1)
-    with fake_api.hold_watches():
-        fake_api.drop_watches()
-        fake_api.delete("resource.k8s.io/v1", "DeviceClass", None, "hybrid-full-gpu")
-        fake_api.apply(_class("made-while-away"))
-        fake_api.compact()
-    eventually(lambda: inf.lists == 2)
-    assert inf.get(("", "hybrid-full-gpu")) is None  # a delete only a fresh list can reveal
-    assert inf.get(("", "made-while-away")) is not None
-    assert inf.resource_version == fake_api.resource_version
-    assert inf.synced.is_set()
+# 410 Gone after a compaction, and the re-list that reveals a delete made meanwhile: against the real
+# apiserver and etcd in tests/e2e/test_informer.py.
 
 
 def test_list_errors_back_off_exponentially_then_sync(fake_api, informer):

@@ -10,6 +10,12 @@ way the kube-apiserver does (DESIGN.md section 8), since no local cluster can sh
 - `admit()` runs both phases: /mutate (then applies the patch, and reinvokes /mutate on the result,
   as `reinvocationPolicy: IfNeeded` may, which must then patch nothing), and /validate on the
   mutated object.
+
+It stands in for the kube-apiserver as the webhook's client (its AdmissionReview encoding and defaulting,
+patch application, reinvocation, warning filter and audit-annotation rules) in the fast suite, and for what
+a real one cannot be made to send on demand: malformed or oversized bodies, wrong types, a missing uid, an
+arbitrary userInfo or dryRun. The real one is tests/e2e: the chart's webhooks called by a real kube-apiserver
+and the results read back through kubectl.
 """
 from __future__ import annotations
 
@@ -26,7 +32,6 @@ import jsonpatch
 
 from webhook.objects.kinds import BY_KIND
 
-WEBHOOK = "gpu-admission.gpu-admission.svc"
 QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 WARNINGS_BUDGET = 4096
 TOKEN_VOLUME = "kube-api-access-5x7kq"
@@ -65,11 +70,6 @@ class Answer:
     @property
     def message(self) -> str:
         return self.response.get("status", {}).get("message", "")
-
-    def kubectl_error(self, file: str = "pod.yaml") -> str:
-        """What kubectl prints for a denial (the apiserver wraps the message with the webhook's name)."""
-        return (f'Error from server (Forbidden): error when creating "{file}": admission webhook "{WEBHOOK}" '
-                f"denied the request: {self.message}")
 
 
 @dataclass

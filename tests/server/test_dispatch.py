@@ -63,6 +63,11 @@ NEVER_BLOCKED = [
     pytest.param(dict(obj=changed(DEPLOYMENT, _meta(deletionTimestamp="2026-01-01T00:00:00Z")), old=DEPLOYMENT,
                       operation="UPDATE"), "only status or metadata", id="deletion-timestamp"),
     pytest.param(dict(obj=BAD_POD, old=BAD_POD, operation="UPDATE"), "only status or metadata", id="no-change"),
+    # a workload whose template breaks a rule can still be scaled or paused: the rules read only the template
+    pytest.param(dict(obj=changed(DEPLOYMENT, lambda o: o["spec"].update(replicas=5)), old=DEPLOYMENT,
+                      operation="UPDATE"), "pod template unchanged", id="deployment-replicas"),
+    pytest.param(dict(obj=changed(DEPLOYMENT, lambda o: o["spec"].update(paused=True)), old=DEPLOYMENT,
+                      operation="UPDATE"), "pod template unchanged", id="deployment-paused"),
 ]
 
 
@@ -86,8 +91,8 @@ EVALUATED = [
     pytest.param(dict(obj=changed(BAD_POD, lambda o: o["spec"].update(ephemeralContainers=[
         {"name": "debug", "image": "busybox", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}])),
         old=BAD_POD, operation="UPDATE", sub_resource="ephemeralcontainers"), id="ephemeral-containers"),
-    pytest.param(dict(obj=changed(DEPLOYMENT, lambda o: o["spec"].update(replicas=5)), old=DEPLOYMENT,
-                      operation="UPDATE"), id="deployment-spec-update"),
+    pytest.param(dict(obj=changed(DEPLOYMENT, lambda o: o["spec"]["template"]["spec"]["containers"][0].update(
+        image="cuda:13")), old=DEPLOYMENT, operation="UPDATE"), id="deployment-template-update"),
 ]
 
 

@@ -374,9 +374,15 @@ still serving the old certificate until their Secret volume updates keep being t
 {{- end -}}
 {{- end -}}
 
-{{/* clientConfig of a webhook: the Service, the path, and the CA unless cert-manager injects it. */}}
+{{/* clientConfig of a webhook: the Service, the path, and the CA unless cert-manager injects it; or, with
+webhooks.url, that endpoint outside the cluster and the CA given in certificates.caBundle. */}}
 {{- define "gpu-admission.clientConfig" -}}
 {{- $root := .root -}}
+{{- with $root.Values.webhooks.url }}
+clientConfig:
+  url: {{ printf "%s%s" (trimSuffix "/" .) $.path | quote }}
+  caBundle: {{ required "webhooks.url needs certificates.caBundle: base64 of the PEM CA that signed the endpoint's serving certificate" $root.Values.certificates.caBundle }}
+{{- else }}
 clientConfig:
   service:
     name: {{ include "gpu-admission.fullname" $root }}
@@ -388,11 +394,17 @@ clientConfig:
 {{- else if eq $root.Values.certificates.mode "existingSecret" }}
   caBundle: {{ $root.Values.certificates.caBundle }}
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The webhook runs in the cluster (the Deployment, its Service, TLS Secret, PDB...): not with webhooks.url. */}}
+{{- define "gpu-admission.inCluster" -}}
+{{- if not .Values.webhooks.url -}}true{{- end -}}
 {{- end -}}
 
 {{- define "gpu-admission.webhookAnnotations" -}}
 {{- $a := deepCopy (default dict .Values.webhooks.annotations) -}}
-{{- if eq .Values.certificates.mode "certManager" -}}
+{{- if and (eq .Values.certificates.mode "certManager") (include "gpu-admission.inCluster" .) -}}
 {{- $_ := set $a "cert-manager.io/inject-ca-from" (printf "%s/%s" .Release.Namespace (include "gpu-admission.servingCertificateName" .)) -}}
 {{- end -}}
 {{- if $a -}}

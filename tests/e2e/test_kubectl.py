@@ -1,0 +1,114 @@
+"""What a developer sees: `kubectl apply` through the real apiserver and the chart's webhooks, its denial and
+warnings compared with golden files, and the Pod as the apiserver stored it after our patch."""
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import CLI, REPO, wait_for
+
+pytestmark = pytest.mark.e2e
+
+GPU_POD = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cuda"},
+    "spec": {"containers": [{"name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.0-base-ubuntu22.04",
+                             "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+}
+
+
+def gpu_pod(namespace: str, name: str = "cuda", **container) -> dict:
+    pod = copy.deepcopy(GPU_POD)
+    pod["metadata"].update(name=name, namespace=namespace)
+    pod["spec"]["containers"][0].update(container)
+    return pod
+
+
+def write(tmp_path, name: str, *docs: dict):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+@pytest.fixture(scope="module")
+def golden_namespace(cluster, release):
+    """A fixed name, so that the golden files can name it."""
+    name = cluster.namespace("ml-golden")
+    yield name
+    cluster.kubectl.run("delete", "namespace", name, "--wait=false", check=False)
+
+
+def test_denial_as_kubectl_prints_it(kubectl, golden_namespace, tmp_path, golden, webhook):
+    pod = gpu_pod(golden_namespace, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])
+    result = kubectl.apply_file(write(tmp_path, "pod.yaml", pod))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    golden(result.stderr, "denial-visible-devices")
+    assert kubectl.run("get", "pod", "cuda", "-n", golden_namespace, check=False).returncode == 1
+
+
+def test_the_benign_twin_is_created(kubectl, golden_namespace, tmp_path, golden, webhook):
+    result = kubectl.apply_file(write(tmp_path, "pod.yaml", gpu_pod(golden_namespace, name="cuda-twin")))
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout, result.stderr) == ("pod/cuda-twin created\n", "")
+
+
+def test_warnings_as_kubectl_prints_them(kubectl, golden_namespace, tmp_path, golden, webhook):
+    """A claim template the webhook cannot resolve (lookups off): admitted, with the warning kubectl prints."""
+    pod = gpu_pod(golden_namespace, name="dra-unresolved")
+    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "single-large-gpu"}]
+    pod["spec"]["nodeSelector"] = {"eks.amazonaws.com/compute-type": "hybrid",
+                                   "workload.example.com/gpu-allocation": "dra"}
+    result = kubectl.apply_file(write(tmp_path, "pod.yaml", pod))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "pod/dra-unresolved created\n"
+    golden(result.stderr, "warnings-unresolved-claim")
+
+
+def test_stored_pod_carries_the_patch_mutate_printed(kubectl, namespace, tmp_path, webhook):
+    """The apiserver applied our JSON Patch: the stored Pod has every field `gpu-admission mutate` printed
+    for the same manifest (the apiserver adds its defaults beside them)."""
+    path = write(tmp_path, "pod.yaml", gpu_pod(namespace))
+    mutated = yaml.safe_load(subprocess.run([*CLI, "mutate", str(path)], check=True, cwd=REPO,
+                                            capture_output=True, text=True).stdout)
+    kubectl.apply_file(path, check=True)
+    stored = kubectl.json("get", "pod", "cuda", "-n", namespace)
+    assert mutated["spec"]["runtimeClassName"] == stored["spec"]["runtimeClassName"] == "nvidia"
+    assert_contains(stored["spec"], mutated["spec"], "spec")
+    assert webhook.requests("mutate") > 0
+
+
+def assert_contains(actual, expected, path: str) -> None:
+    """Every field of `expected` is in `actual` with the same value; lists item by item, named items by name
+    (the apiserver's defaults and its admission plugins add fields and items, never change ours)."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict), f"{path}: {actual!r}"
+        for key, value in expected.items():
+            assert key in actual, f"{path}.{key} missing from the stored object"
+            assert_contains(actual[key], value, f"{path}.{key}")
+    elif isinstance(expected, list):
+        assert isinstance(actual, list), f"{path}: {actual!r}"
+        for i, item in enumerate(expected):
+            if isinstance(item, dict) and "name" in item:
+                match = [a for a in actual if isinstance(a, dict) and a.get("name") == item["name"]]
+                assert match, f"{path}: no item named {item['name']!r}"
+                assert_contains(match[0], item, f"{path}[{item['name']}]")
+            elif isinstance(item, dict):
+                assert any(_contains(a, item) for a in actual), f"{path}: {item!r} not among {actual!r}"
+            else:
+                assert item in actual, f"{path}: {item!r} not among {actual!r}"
+    else:
+        assert str(actual) == str(expected), f"{path}: stored {actual!r}, mutate printed {expected!r}"
+
+
+def _contains(actual, expected) -> bool:
+    try:
+        assert_contains(actual, expected, "")
+    except AssertionError:
+        return False
+    return True

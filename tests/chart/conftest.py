@@ -108,7 +108,7 @@ VALUE_SETS: dict[str, dict] = {
     "host-network": {"hostNetwork": {"enabled": True, "port": 9743},
                      "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}},
     "escape-hatches": {
-        "dnsPolicy": "None",
+        "dnsPolicy": "None", "dnsConfig": {"nameservers": ["10.96.0.10"], "searches": ["svc.cluster.local"]},
         "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"},
                      {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
         "extraArgs": ["--limit-request-line", "8190"],

@@ -42,6 +42,9 @@ pytestmark = pytest.mark.slow
     pytest.param({"policy": {"mode": "strict"}}, "/policy/mode", id="policy-mode"),
     pytest.param({"hostNetwork": {"enabled": "yes"}}, "/hostNetwork/enabled", id="host-network-not-boolean"),
     pytest.param({"dnsPolicy": "ClusterFirstWithHostnet"}, "/dnsPolicy", id="dns-policy"),
+    # The apiserver refuses dnsPolicy None without a dnsConfig (found by the real one in tests/e2e).
+    pytest.param({"dnsPolicy": "None"}, "dnsConfig", id="dns-policy-none-without-config"),
+    pytest.param({"dnsPolicy": "None", "dnsConfig": {}}, "dnsConfig", id="dns-policy-none-with-empty-config"),
     pytest.param({"extraEnv": [{"value": "x"}]}, "/extraEnv/0", id="extra-env-without-name"),
     pytest.param({"extraArgs": [""]}, "/extraArgs/0", id="extra-arg-empty"),
     pytest.param({"extraVolumes": [{"name": "Bad_Name", "emptyDir": {}}]}, "/extraVolumes/0/name", id="volume-name"),

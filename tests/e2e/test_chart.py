@@ -92,6 +92,36 @@ def test_uninstall_leaves_no_webhook_configuration(cluster, kubectl, release):
     kubectl.run("delete", "namespace", namespace, "--wait=false")
 
 
+def test_the_packaged_chart_installs_and_uninstalls(cluster, kubectl, release, tmp_path):
+    """`make chart`'s archive (helm package through helm-python-sdk), installed by real Helm from the .tgz:
+    the release carries the package's version, its webhook configurations call the webhook, and an
+    uninstall removes them."""
+    import helm_python
+
+    from tools.package_chart import package, project_version
+
+    archive = package(tmp_path)
+    assert archive.name == f"gpu-admission-{project_version()}.tgz"
+    name = namespace = "gpu-admission-packaged"
+    values = {"webhooks": {"url": release.webhook.url, "domain": "packaged.example.com"},
+              "certificates": {"caBundle": ca_bundle(release.webhook.certs)}}
+    selector = f"app.kubernetes.io/instance={name}"
+    with helm_python.Config(kubeconfig_path=cluster.kubeconfig, namespace=namespace) as helm:
+        helm.install(str(archive), name, values, namespace=namespace, create_namespace=True)
+        try:
+            status = helm.status(name)
+            assert status["status"] == "deployed" and status["chart_name"] == "gpu-admission"
+            assert status["chart_version"] == status["app_version"] == project_version()
+            (config,) = kubectl.json("get", "validatingwebhookconfigurations", "-l", selector)["items"]
+            assert {h["clientConfig"]["url"] for h in config["webhooks"]} == {f"{release.webhook.url}/validate"}
+            assert all(h["name"].endswith(".packaged.example.com") for h in config["webhooks"])
+        finally:
+            helm.uninstall(name, wait="watcher", timeout=60)
+    for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+        assert kubectl.json("get", kind, "-l", selector)["items"] == [], kind
+    kubectl.run("delete", "namespace", namespace, "--wait=false")
+
+
 # kinds whose CRDs this cluster has not (cert-manager's, prometheus-operator's): the offline tests cover them
 NOT_SERVED = ("cert-manager.io/", "monitoring.coreos.com/")
 

@@ -96,8 +96,8 @@ esac
 
 @pytest.fixture
 def gpu_host(tmp_path, monkeypatch):
-    """A host root with containerd configured by nvidia-ctk, a CDI spec and a process table, and a PATH whose
-    nvidia-smi prints the lent host's outputs (no nvidia-ctk or containerd on it)."""
+    """A host root with containerd as nvidia-ctk configures it and a CDI spec (stand-ins from tests/data/host), a
+    process table, and a PATH whose nvidia-smi prints the lent host's outputs (no nvidia-ctk or containerd on it)."""
     root = tmp_path / "root"
     (root / "etc/cdi").mkdir(parents=True)
     configured_host(root)  # lays etc/ and writes version files that a live host does not read

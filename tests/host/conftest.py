@@ -1,9 +1,11 @@
-"""Host directories for `host inventory|check --from`, built from real captures.
+"""Host directories for `host inventory|check --from`, built from a real capture and stand-ins written here.
 
-`host_dir(...)` copies tests/data/fixtures/host-h200 (captured on a lent H200 host) and lays files over it.
-Where a case needs a host that could not be had here (MIG enabled, an older driver, a configured toolkit),
-the real outputs are edited in the one place that differs, by the functions below; each says which real
-output it stands in for. Golden files for `host check` live under tests/golden/host/."""
+`host_dir(...)` copies tests/data/fixtures/host-h200 (captured on a lent H200 host, which had no toolkit, no
+containerd and no CDI spec) and lays files over it. Where a case needs a host that could not be had here (MIG
+enabled, an older driver), the real outputs are edited in the one place that differs, by the functions below;
+each says which real output it stands in for. A configured toolkit (containerd configs and drop-ins,
+`nvidia-ctk --version`, a CDI spec) comes from tests/data/host/, stand-ins written in this repository (its
+README.md says which real file each replaces). Golden files for `host check` live under tests/golden/host/."""
 from __future__ import annotations
 
 import re
@@ -12,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import FIXTURES, compare_golden
+from tests.support import DATA, FIXTURES, compare_golden
 
 REPO = Path(__file__).resolve().parents[2]
 HOST_H200 = FIXTURES / "host-h200"
 SMI_H200 = FIXTURES / "nvidia-smi-h200"
-TOOLKIT = FIXTURES / "nvidia-container-toolkit"
+# Stand-ins written here for a host the NVIDIA Container Toolkit configured (tests/data/host/README.md).
+STANDINS = DATA / "host"
+CONTAINERD = STANDINS / "containerd"
 GOLDEN_HOST = REPO / "tests" / "golden" / "host"
 
 # What nvidia-smi prints for one MIG device under <mig_devices> / "MIG Devices" (the element and field names
@@ -88,17 +92,13 @@ def lgip_used(text: str, name: str, used: int) -> str:
     return re.sub(rf"(?P<head>MIG {re.escape(name)}\s+\d+\s+)(?P<free>\d+)/(?P<total>\d+)", row, text)
 
 
-def containerd_v2(root: Path) -> None:
-    """containerd configured by `nvidia-ctk runtime configure` (version 2 root config, drop-in with CDI on)."""
+def containerd_configured(root: Path, version: str) -> None:
+    """containerd as `nvidia-ctk runtime configure` leaves it: a root config of config version `version` ("v2":
+    containerd 1.7, "v3": containerd 2.x) importing conf.d/*.toml, and the toolkit's drop-in there (with CDI
+    on in the version 2 one)."""
     (root / "etc/containerd/conf.d").mkdir(parents=True, exist_ok=True)
-    shutil.copy(TOOLKIT / "containerd-v2-config.toml", root / "etc/containerd/config.toml")
-    shutil.copy(TOOLKIT / "containerd-v2-99-nvidia.toml", root / "etc/containerd/conf.d/99-nvidia.toml")
-
-
-def containerd_v3(root: Path) -> None:
-    (root / "etc/containerd/conf.d").mkdir(parents=True, exist_ok=True)
-    shutil.copy(TOOLKIT / "containerd-v3-config.toml", root / "etc/containerd/config.toml")
-    shutil.copy(TOOLKIT / "containerd-v3-99-nvidia.toml", root / "etc/containerd/conf.d/99-nvidia.toml")
+    shutil.copy(CONTAINERD / f"{version}-config.toml", root / "etc/containerd/config.toml")
+    shutil.copy(CONTAINERD / f"{version}-99-nvidia.toml", root / "etc/containerd/conf.d/99-nvidia.toml")
 
 
 CONTAINERD_17 = "containerd containerd.io 1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da\n"
@@ -107,10 +107,12 @@ CONTAINERD_21 = "containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b719
 
 def configured_host(root: Path, *, containerd: str = "v2") -> None:
     """A host with toolkit 1.18.0, containerd configured by it, and a generated CDI spec."""
-    shutil.copy(TOOLKIT / "nvidia-ctk-version-1.18.0.txt", root / "nvidia-ctk-version.txt")
-    (containerd_v2 if containerd == "v2" else containerd_v3)(root)
+    if containerd not in ("v2", "v3"):
+        raise ValueError(f"containerd must be v2 or v3, not {containerd!r}")
+    shutil.copy(STANDINS / "nvidia-ctk-version-1.18.0.txt", root / "nvidia-ctk-version.txt")
+    containerd_configured(root, containerd)
     (root / "containerd-version.txt").write_text(CONTAINERD_17 if containerd == "v2" else CONTAINERD_21)
-    shutil.copy(TOOLKIT / "cdi-nvidia.yaml", root / "etc/cdi/nvidia.yaml")
+    shutil.copy(STANDINS / "cdi-nvidia.yaml", root / "etc/cdi/nvidia.yaml")
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import copy
 import pytest
 import yaml
 
-from tests.host.conftest import HOST_H200, TOOLKIT, list_with, xml_with
+from tests.host.conftest import CONTAINERD, HOST_H200, STANDINS, list_with, xml_with
 from webhook.config import default_policy
 from webhook.config.load import DEFAULT_PATH, build_policy
 from webhook.host.checks import Check, Status, check_host, verdict
@@ -17,9 +17,13 @@ from webhook.host.sources import CapturedHost
 XML = (HOST_H200 / "nvidia-smi-q.xml").read_text()
 LIST = (HOST_H200 / "list.txt").read_text()
 DEFAULT = yaml.safe_load(DEFAULT_PATH.read_text())
-V2_ROOT_ONLY = (TOOLKIT / "containerd-v2-before.toml").read_text()
-DROP_IN_V2 = (TOOLKIT / "containerd-v2-99-nvidia.toml").read_text()
-DROP_IN_V3 = (TOOLKIT / "containerd-v3-99-nvidia.toml").read_text()
+# Stand-ins written here (tests/data/host/README.md): a version 2 root config with runc only and no imports,
+# the toolkit's drop-ins for version 2 and 3 roots, `nvidia-ctk --version` below the DRA floor, a CDI spec.
+V2_ROOT_ONLY = (CONTAINERD / "v2-no-imports.toml").read_text()
+DROP_IN_V2 = (CONTAINERD / "v2-99-nvidia.toml").read_text()
+DROP_IN_V3 = (CONTAINERD / "v3-99-nvidia.toml").read_text()
+CTK_1_17 = (STANDINS / "nvidia-ctk-version-1.17.5.txt").read_text()
+CDI_SPEC = (STANDINS / "cdi-nvidia.yaml").read_text()
 DROP_IN = "etc/containerd/conf.d/99-nvidia.toml"
 
 
@@ -74,24 +78,24 @@ CASES = [
      Check.GPUS, [Status.FAIL], Status.FAIL),
     ("driver-version-not-read", "dra", {}, {"files": {"nvidia-smi-q.xml": xml_with(XML, driver="N/A")}},
      Check.DRIVER, [Status.UNKNOWN], Status.UNKNOWN),
-    ("dra-toolkit-1.17", "dra", {}, {"files": {"nvidia-ctk-version.txt": (TOOLKIT / "nvidia-ctk-version-1.17.8.txt").read_text()}},
+    ("dra-toolkit-1.17", "dra", {}, {"files": {"nvidia-ctk-version.txt": CTK_1_17}},
      Check.TOOLKIT, [Status.FAIL], Status.FAIL),
     ("dra-toolkit-1.18-rc", "dra", {}, {"files": {"nvidia-ctk-version.txt": "NVIDIA Container Toolkit CLI version 1.18.0-rc.2\n"}},
      Check.TOOLKIT, [Status.FAIL], Status.FAIL),
     ("dra-toolkit-absent", "dra", {}, {"remove": ("nvidia-ctk-version.txt",)}, Check.TOOLKIT, [Status.UNKNOWN],
      Status.UNKNOWN),
     ("device-plugin-toolkit-1.17", "device-plugin", {},
-     {"files": {"nvidia-ctk-version.txt": (TOOLKIT / "nvidia-ctk-version-1.17.8.txt").read_text()}},
+     {"files": {"nvidia-ctk-version.txt": CTK_1_17}},
      Check.TOOLKIT, [Status.PASS], Status.PASS),
-    ("device-plugin-toolkit-1.6", "device-plugin", {}, {"files": {"nvidia-ctk-version.txt": (TOOLKIT / "nvidia-ctk-version-1.17.8.txt").read_text().replace("1.17.8", "1.6.0")}},
+    ("device-plugin-toolkit-1.6", "device-plugin", {}, {"files": {"nvidia-ctk-version.txt": CTK_1_17.replace("1.17.5", "1.6.0")}},
      Check.TOOLKIT, [Status.FAIL], Status.FAIL),
     ("device-plugin-toolkit-absent", "device-plugin", {}, {"remove": ("nvidia-ctk-version.txt",)}, Check.TOOLKIT,
      [Status.UNKNOWN], Status.UNKNOWN),
     ("dra-no-cdi-spec", "dra", {}, {"remove": ("etc/cdi/nvidia.yaml",)}, Check.CDI_SPEC, [Status.FAIL], Status.FAIL),
     ("dra-cdi-spec-in-var-run", "dra", {}, {"remove": ("etc/cdi/nvidia.yaml",),
-                                            "files": {"var/run/cdi/nvidia.yaml": (TOOLKIT / "cdi-nvidia.yaml").read_text()}},
+                                            "files": {"var/run/cdi/nvidia.yaml": CDI_SPEC}},
      Check.CDI_SPEC, [Status.PASS], Status.PASS),
-    ("dra-cdi-spec-other-kind", "dra", {}, {"files": {"etc/cdi/nvidia.yaml": (TOOLKIT / "cdi-nvidia.yaml").read_text()
+    ("dra-cdi-spec-other-kind", "dra", {}, {"files": {"etc/cdi/nvidia.yaml": CDI_SPEC
                                                       .replace("kind: nvidia.com/gpu", "kind: example.com/fpga")}},
      Check.CDI_SPEC, [Status.FAIL], Status.FAIL),
     ("dra-cdi-spec-stale", "dra", {}, {"files": {"nvidia-smi-q.xml": XML.replace("<attached_gpus>1", "<attached_gpus>2")
@@ -112,7 +116,7 @@ CASES = [
     ("device-plugin-fit", "device-plugin", {}, {}, Check.HANDLER, [Status.PASS], Status.PASS),
     ("device-plugin-fit-v3", "device-plugin", {}, {"containerd": "v3"}, Check.HANDLER, [Status.PASS], Status.PASS),
     ("device-plugin-fit-v1", "device-plugin", {}, {"remove": (DROP_IN,), "files": {
-        "etc/containerd/config.toml": (TOOLKIT / "containerd-v1-config.toml").read_text()}}, Check.HANDLER,
+        "etc/containerd/config.toml": (CONTAINERD / "v1-config.toml").read_text()}}, Check.HANDLER,
      [Status.PASS], Status.PASS),
     ("device-plugin-no-handler", "device-plugin", {}, {"remove": (DROP_IN,), "files": {"etc/containerd/config.toml": V2_ROOT_ONLY}},
      Check.HANDLER, [Status.FAIL], Status.FAIL),

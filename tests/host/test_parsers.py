@@ -1,10 +1,11 @@
-"""The host parsers on every real output captured (two H200 hosts, driver 580.159.04), and on the same outputs
-as MIG-enabled GPUs print them."""
+"""The host parsers on every real output captured (two H200 hosts, driver 580.159.04), on the same outputs as
+MIG-enabled GPUs print them, and on the stand-ins written here for what a host configured by the NVIDIA
+Container Toolkit holds (tests/data/host: containerd configs, `nvidia-ctk --version`, a CDI spec)."""
 from __future__ import annotations
 
 import pytest
 
-from tests.host.conftest import HOST_H200, SMI_H200, TOOLKIT, list_with, text_with, xml_with
+from tests.host.conftest import CONTAINERD, HOST_H200, SMI_H200, STANDINS, list_with, text_with, xml_with
 from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.host import cdi, containerd, mig, nvsmi, toolkit
 
@@ -140,10 +141,10 @@ def test_policy_table_leaves_out_names_the_policy_cannot_take():
 
 @pytest.mark.parametrize("name, version, pre", [
     pytest.param("nvidia-ctk-version-1.18.0.txt", (1, 18, 0), False, id="1.18.0"),
-    pytest.param("nvidia-ctk-version-1.17.8.txt", (1, 17, 8), False, id="1.17.8"),
+    pytest.param("nvidia-ctk-version-1.17.5.txt", (1, 17, 5), False, id="1.17.5"),
 ])
 def test_ctk_version(name, version, pre):
-    assert toolkit.parse_ctk_version(read(TOOLKIT, name)) == (version, pre)
+    assert toolkit.parse_ctk_version(read(STANDINS, name)) == (version, pre)
 
 
 def test_ctk_pre_release_and_garbage():
@@ -161,26 +162,44 @@ def test_containerd_version(text, version):
     assert toolkit.parse_containerd_version(text) == version
 
 
-@pytest.mark.parametrize("name, version, handlers, cdi_on, imports", [
-    pytest.param("containerd-v1-config.toml", 1, {"nvidia", "nvidia-cdi", "nvidia-legacy", "runc"}, None, (), id="v1"),
-    pytest.param("containerd-v2-before.toml", 2, {"runc"}, None, (), id="v2-before"),
-    pytest.param("containerd-v2-config.toml", 2, {"runc"}, None, ("/etc/containerd/conf.d/*.toml",), id="v2-root"),
-    pytest.param("containerd-v2-99-nvidia.toml", 2, {"nvidia", "nvidia-cdi", "nvidia-legacy", "runc"}, True, (),
-                 id="v2-drop-in"),
-    pytest.param("containerd-v3-config.toml", 3, {"runc"}, None, ("/etc/containerd/conf.d/*.toml",), id="v3-root"),
-    pytest.param("containerd-v3-99-nvidia.toml", 3, {"nvidia", "nvidia-cdi", "nvidia-legacy", "runc"}, None, (),
-                 id="v3-drop-in"),
+NVIDIA_HANDLERS = {"nvidia": "/usr/bin/nvidia-container-runtime", "nvidia-cdi": "/usr/bin/nvidia-container-runtime.cdi",
+                   "nvidia-legacy": "/usr/bin/nvidia-container-runtime.legacy"}
+V2_CRI, V3_CRI = 'plugins."io.containerd.grpc.v1.cri"', 'plugins."io.containerd.cri.v1.runtime"'
+
+
+@pytest.mark.parametrize("name, version, handlers, cdi_on, imports, default, table", [
+    pytest.param("v1-config.toml", 1, {"nvidia", "runc"}, None, (), "runc", 'plugins."cri"', id="v1"),
+    pytest.param("v2-no-imports.toml", 2, {"runc"}, None, (), "runc", V2_CRI, id="v2-before"),
+    pytest.param("v2-config.toml", 2, {"runc"}, None, ("/etc/containerd/conf.d/*.toml",), "runc", V2_CRI, id="v2-root"),
+    pytest.param("v2-99-nvidia.toml", 2, set(NVIDIA_HANDLERS), True, (), None, V2_CRI, id="v2-drop-in"),
+    pytest.param("v3-config.toml", 3, {"runc"}, None, ("/etc/containerd/conf.d/*.toml",), "runc", V3_CRI, id="v3-root"),
+    pytest.param("v3-99-nvidia.toml", 3, set(NVIDIA_HANDLERS), None, (), None, V3_CRI, id="v3-drop-in"),
 ])
-def test_containerd_configs_as_nvidia_ctk_writes_them(name, version, handlers, cdi_on, imports):
-    config = containerd.parse_config(read(TOOLKIT, name), f"/etc/containerd/{name}")
+def test_containerd_configs(name, version, handlers, cdi_on, imports, default, table):
+    """The stand-ins for containerd configs before and after `nvidia-ctk runtime configure` (tests/data/host)."""
+    config = containerd.parse_config(read(CONTAINERD, name), f"/etc/containerd/{name}")
     assert (config.version, set(config.runtimes), config.enable_cdi, config.imports) == (version, handlers, cdi_on, imports)
-    if "nvidia" in config.runtimes:
-        assert config.runtimes["nvidia"].binary_name == "/usr/bin/nvidia-container-runtime"
+    assert config.default_runtime == default
+    for handler, runtime in config.runtimes.items():
+        assert (runtime.runtime_type, runtime.table) == ("io.containerd.runc.v2", f"{table}.containerd.runtimes.{handler}")
+        assert runtime.binary_name == NVIDIA_HANDLERS.get(handler), handler  # runc: no BinaryName, plain runc
+
+
+def test_containerd_v1_takes_either_cri_plugin_name():
+    """A version 1 config may name the CRI plugin `cri` or `io.containerd.grpc.v1.cri`; version 1 is the default."""
+    short = read(CONTAINERD, "v1-config.toml")
+    long = short.replace("[plugins.cri", '[plugins."io.containerd.grpc.v1.cri"')
+    config = containerd.parse_config(long, "x.toml")
+    assert (config.version, config.runtimes["nvidia"].binary_name) == (1, "/usr/bin/nvidia-container-runtime")
+    assert containerd.parse_config("version = 1\n" + long, "x.toml").runtimes == config.runtimes
+    # version 2 reads the long name only
+    assert set(containerd.parse_config("version = 2\n" + long, "x.toml").runtimes) == {"nvidia", "runc"}
+    assert containerd.parse_config("version = 2\n" + short, "x.toml").runtimes == {}
 
 
 def test_containerd_v3_tables_are_not_read_in_a_v2_config():
     """A version 2 file names the CRI plugin io.containerd.grpc.v1.cri; the v3 name there is not containerd's."""
-    text = read(TOOLKIT, "containerd-v3-99-nvidia.toml").replace("version = 3", "version = 2")
+    text = read(CONTAINERD, "v3-99-nvidia.toml").replace("version = 3", "version = 2")
     assert containerd.parse_config(text, "x.toml").runtimes == {}
 
 
@@ -195,7 +214,7 @@ def test_containerd_refuses(text, error):
 
 
 def test_cdi_spec():
-    spec = cdi.parse_spec(read(TOOLKIT, "cdi-nvidia.yaml"), "/etc/cdi/nvidia.yaml")
+    spec = cdi.parse_spec(read(STANDINS, "cdi-nvidia.yaml"), "/etc/cdi/nvidia.yaml")
     assert (spec.kind, spec.cdi_version, spec.devices) == ("nvidia.com/gpu", "0.5.0", ("0", "GPU-REDACTED", "all"))
     as_json = cdi.parse_spec('{"cdiVersion": "0.6.0", "kind": "nvidia.com/gpu", "devices": [{"name": "0"}]}', "x.json")
     assert as_json.devices == ("0",)

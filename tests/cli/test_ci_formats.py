@@ -1,7 +1,8 @@
-"""`check -o sarif|junit|github` as CI systems read them: each validated against its official schema
-(tests/data/schemas), over the real manifests, the seed's and a real third-party chart rendered by Helm
-and piped to `check -`; findings located at the line of the offending field; exit codes with and
-without --fail-on-warn."""
+"""`check -o sarif|junit|github` as CI systems read them: each validated against its schema (stand-ins
+written here from the SARIF 2.1.0 specification and JUnit XML as CI systems read it, tests/data/schemas,
+until the official files come through the steering repo's shared/), over the real manifests, the seed's
+and a real third-party chart rendered by Helm and piped to `check -`; findings located at the line of
+the offending field; exit codes with and without --fail-on-warn."""
 from __future__ import annotations
 
 import functools

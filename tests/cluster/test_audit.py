@@ -359,7 +359,7 @@ def test_progress_is_drawn_only_on_a_terminal(tty, drawn):
     pytest.param("policyreport", "wgpolicyk8s.io/v1alpha2", ("PolicyReport", "ClusterPolicyReport"), id="policyreport"),
     pytest.param("openreports", "openreports.io/v1alpha1", ("Report", "ClusterReport"), id="openreports"),
 ])
-def test_reports_meet_the_upstream_crds(cluster, audit, output, api_version, kinds):
+def test_reports_meet_the_report_crds(cluster, audit, output, api_version, kinds):
     rc, out, _ = audit("-o", output)
     assert rc == 1
     reports = list(yaml.safe_load_all(out))
@@ -376,7 +376,7 @@ def test_reports_meet_the_upstream_crds(cluster, audit, output, api_version, kin
 
 def test_openreports_apply_creates_updates_and_prunes(cluster, audit):
     """--apply writes Report and ClusterReport objects; the fake apiserver validates each write against
-    the upstream CRD, as a real one does."""
+    the report API's CRD (a stand-in written from the API, tests/data/schemas), as a real one does."""
     cluster.apply({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
                    "metadata": {"name": "gpu-admission"}, "webhooks": []})
     rc, out, err = audit("-o", "openreports", "--apply", "--owner-webhook", "gpu-admission")

@@ -1,4 +1,4 @@
-"""Results as JUnit XML, as CI systems read test reports (the Jenkins xUnit schema, junit-10.xsd):
+"""Results as JUnit XML, as CI systems read test reports (Jenkins' xUnit plugin, GitLab, GitHub reporters):
 a test suite per file (per namespace in an audit), a test case per object, a failure per denial, the
 findings that do not deny as the case's system-out, exempt objects skipped, rules that failed as errors."""
 from __future__ import annotations

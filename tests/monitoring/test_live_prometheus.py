@@ -22,8 +22,8 @@ from tests.server.test_gunicorn import POD, SERVER_NAME, deployed  # noqa: F401 
 from .conftest import alert_rules, binary, dashboard_queries
 
 pytestmark = pytest.mark.slow
-# Panels the traffic below must fill (the others need lookups on, or build_info: issue 16).
-MAIN_PANELS = {"Replicas answering scrapes", "Certificate expires in", "Policy in force is the file on disk",
+# Panels the traffic below must fill (the others need lookups on).
+MAIN_PANELS = {"Versions running", "Replicas answering scrapes", "Certificate expires in", "Policy in force is the file on disk",
                "Policy loaded", "Requests by result", "Requests by endpoint and operation", "Denials by rule",
                "Patches by rule", "Latency", "Errors"}
 VARIABLES = {"$namespace": NAMESPACE, "$job": RELEASE}

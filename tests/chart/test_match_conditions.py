@@ -422,6 +422,11 @@ def _fixture_documents() -> list[tuple[str, list[dict]]]:
     files = sorted((FIXTURES / "real-manifests").glob("*.yaml")) + sorted((SEED / "seed").glob("*.yaml"))
     out = [(p.name, [d for d in yaml.safe_load_all(p.read_text()) if d]) for p in files]
     out += [(p.name, [json.loads(p.read_text())]) for p in sorted((SEED / "pods").glob("*.json"))]
+    # the public GPU stacks' shapes written here (NVIDIA's node agents, the operator's validators, DRA demos,
+    # KAI-Scheduler, Volcano's vGPU and its own Job kind) until their real manifests come through the fixtures
+    from tests.policy.rules.test_gpu_stack_shapes import SHAPES  # noqa: PLC0415
+    out += [(param.id, [param.values[0], *param.values[1]]) for param in SHAPES
+            if param.values[2] == "default" and param.values[0]["kind"] in kinds.BY_KIND]
     return out
 
 

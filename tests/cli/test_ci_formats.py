@@ -1,8 +1,9 @@
 """`check -o sarif|junit|github` as CI systems read them: each validated against its schema (stand-ins
 written here from the SARIF 2.1.0 specification and JUnit XML as CI systems read it, tests/data/schemas,
 until the official files come through the steering repo's shared/), over the real manifests, the seed's
-and a real third-party chart rendered by Helm and piped to `check -`; findings located at the line of
-the offending field; exit codes with and without --fail-on-warn."""
+and a chart rendered by Helm and piped to `check -` (tests/data/charts/gpu-workloads, written here in the
+shape of NVIDIA's device plugin chart); findings located at the line of the offending field; exit codes
+with and without --fail-on-warn."""
 from __future__ import annotations
 
 import functools
@@ -22,7 +23,9 @@ from webhook import yamlread
 from webhook.cli.main import main
 from webhook.rules import DEFAULT_ACTIONS, MUTATIONS, Action, Rule
 
-NVIDIA_CHART = DATA / "charts" / "nvidia-device-plugin"
+# Written here (its README.md): stands in for a public chart such as NVIDIA's k8s-device-plugin chart until one
+# comes through the shared fixtures.
+GPU_CHART = DATA / "charts" / "gpu-workloads"
 
 DENIED_POD = """\
 apiVersion: v1
@@ -62,9 +65,9 @@ spec:
 
 
 @functools.lru_cache(maxsize=1)
-def nvidia_chart_rendering() -> str:
-    """`helm template nvdp deployments/helm/nvidia-device-plugin -n nvidia-device-plugin`, as Helm writes it."""
-    manifests = helm_python.Chart.load(str(NVIDIA_CHART)).render({}, name="nvdp", namespace="nvidia-device-plugin")
+def chart_rendering() -> str:
+    """`helm template gw tests/data/charts/gpu-workloads -n nvidia-device-plugin`, as Helm writes it."""
+    manifests = helm_python.Chart.load(str(GPU_CHART)).render({}, name="gw", namespace="nvidia-device-plugin")
     return "".join(f"---\n# Source: {path}\n{text.rstrip()}\n" for path, text in sorted(manifests.items()) if text.strip())
 
 
@@ -83,7 +86,7 @@ def _inputs(tmp_path, name: str) -> tuple[list[str], str | None]:
     if name == "seed":
         return [str(SEED / "dra-manifests.yaml"), str(SEED / "smoke-jobs.yaml")], None
     if name == "helm-template-stdin":
-        return ["-"], nvidia_chart_rendering()
+        return ["-"], chart_rendering()
     path = tmp_path / "pods.yaml"
     path.write_text(DENIED_POD + "---\n" + WARNED_POD + "---\n" + ALLOWED_POD.replace("override", "fine"))
     return [str(path)], None
@@ -154,7 +157,7 @@ def test_github_annotations_are_workflow_commands(capsys, monkeypatch, tmp_path,
         if stdin is None:
             assert re.search(r" file=[^,]+,line=\d+,", line), line
         else:  # `helm template` output: the template each document came from, without a line
-            assert " file=nvidia-device-plugin/templates/daemonset-" in line and ",line=" not in line
+            assert " file=gpu-workloads/templates/daemonset-" in line and ",line=" not in line
 
 
 def test_findings_are_located_at_the_line_of_the_offending_field(capsys, monkeypatch, tmp_path):
@@ -197,23 +200,27 @@ def test_a_document_that_does_not_compose_has_no_line():
 
 
 def test_helm_template_of_a_real_chart_piped_to_check(capsys, monkeypatch):
-    """NVIDIA's device plugin chart: privileged by design (hostPath device-plugin sockets, NVIDIA_* env),
-    admitted in its own namespace, which the shipped policy exempts; denied once the exemption is narrowed
-    away with --set."""
-    rendering = nvidia_chart_rendering()
+    """A chart shaped as NVIDIA's device plugin chart (written here, tests/data/charts/gpu-workloads): its node
+    agents privileged by design (hostPath device-plugin sockets, NVIDIA_* env), admitted in the namespace the
+    shipped policy exempts; denied once the exemption is narrowed away with --set, while its well-formed GPU Job
+    stays allowed."""
+    rendering = chart_rendering()
     narrowed = ("--set", "exemptNamespaces=[kube-system]")
     code, out, _ = run(capsys, monkeypatch, "check", "-o", "json", *narrowed, "-", stdin=rendering)
     assert code == 1
     results = json.loads(out)
-    assert {r["name"] for r in results} == {"nvdp-nvidia-device-plugin", "nvdp-nvidia-device-plugin-mps-control-daemon"}
+    assert {r["name"]: r["allowed"] for r in results} == {"gw-gpu-workloads-device-plugin": False,
+                                                          "gw-gpu-workloads-mps-control-daemon": False,
+                                                          "gw-gpu-workloads-gpu-smoke": True}
     assert {v["rule"] for r in results for v in r["violations"]} == {"device-access-bypass", "visible-devices-override"}
+    assert [r["violations"] for r in results if r["kind"] == "Job"] == [[]]
     code, out, _ = run(capsys, monkeypatch, "check", "-o", "sarif", *narrowed, "-", stdin=rendering)
     locations = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: r["locations"][0]["physicalLocation"]
                  for r in json.loads(out)["runs"][0]["results"]}
     # Each finding at the template its document came from (Helm's `# Source:` comment), without a
     # region: the rendered document's lines are not the template's.
-    assert set(locations) == {"nvidia-device-plugin/templates/daemonset-device-plugin.yml",
-                              "nvidia-device-plugin/templates/daemonset-mps-control-daemon.yml"}
+    assert set(locations) == {"gpu-workloads/templates/daemonset-device-plugin.yaml",
+                              "gpu-workloads/templates/daemonset-mps-control-daemon.yaml"}
     assert all("region" not in p for p in locations.values())
     code, out, _ = run(capsys, monkeypatch, "check", "-o", "sarif", "-", stdin=rendering)
     assert code == 0
@@ -293,7 +300,7 @@ def test_the_c_loader_reads_the_same_documents(path):
 
 
 def test_the_c_loader_gives_check_the_same_results(capsys, monkeypatch):
-    rendering = nvidia_chart_rendering()
+    rendering = chart_rendering()
     args = ["check", "-o", "sarif", str(REAL_MANIFESTS), str(SEED), "-"]
     fast = run(capsys, monkeypatch, *args, stdin=rendering)
     monkeypatch.setattr(yamlread, "FAST_LOADER", yaml.SafeLoader)

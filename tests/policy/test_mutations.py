@@ -166,11 +166,24 @@ def _real_pods():
         if doc.get("kind") == "Pod":
             meta = doc["metadata"]
             yield pytest.param(doc, docs, id=f"{meta.get('namespace', 'default')}-{meta.get('name') or meta['generateName']}")
+    # the public GPU stacks' pod shapes written here (tests/policy/rules/test_gpu_stack_shapes.py), the refused
+    # ones among them: the validator's, the VFIO and time-sliced DRA pods, KAI's and Volcano's with overrides
+    from tests.policy.rules.test_gpu_stack_shapes import SHAPES  # noqa: PLC0415
+    for param in SHAPES:
+        obj, shape_docs, policy, verdict, _ = param.values
+        if obj["kind"] == "Pod" and policy == "default" and not isinstance(verdict, str):
+            yield pytest.param(obj, [obj, *shape_docs], id=param.id)
 
 
-# Real pods the default policy refuses whatever the mutation does (tests/policy/rules/test_real_manifests.py)
-REFUSED_REAL_PODS = {"FILLED_BY_THE_VALIDATOR-nvidia-cuda-validator-", "gpu-test-mps-test-pod", "gpu-test-vfio-pod1",
-                     "gpu-test5-pod0"}
+# Pods the default policy refuses whatever the mutation does (test_gpu_stack_shapes.py says why)
+REFUSED_REAL_PODS = {"shape-operator-cuda-validator-in-a-team-namespace", "shape-dra-vfio-pod",
+                     "shape-dra-time-sliced-pod", "shape-dra-imex-pod-host-channels",
+                     "shape-kai-gpu-fraction-visible-devices", "shape-kai-gpu-fraction-mps-host-pipe",
+                     "shape-volcano-vgpu-pod-visible-devices"}
+
+
+def test_every_refused_pod_is_among_the_cases():
+    assert REFUSED_REAL_PODS <= {p.id for p in _real_pods()}
 
 
 @pytest.mark.parametrize("obj, docs", list(_real_pods()))

@@ -8,7 +8,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DIST := dist
 
-.PHONY: install test run bench certs schema lock chart clean
+.PHONY: install test lint run bench certs schema lock chart clean
 
 # The runtime dependencies at the lock's versions first (what the image runs), then the project and
 # its test tools.
@@ -29,6 +29,12 @@ install: $(STAMP) $(CHECKOV_STAMP)
 
 test: install
 	$(BIN)/pytest
+
+# Configured in pyproject.toml: mypy (strict on webhook/policy and webhook/objects), ruff, import-linter.
+lint: $(STAMP)
+	$(BIN)/ruff check webhook tests bench tools
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 run: $(STAMP)
 	$(BIN)/gpu-admission serve

@@ -16,7 +16,7 @@ from tests.support import DATA
 SCHEMAS = DATA / "schemas"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sarif() -> jsonschema.Draft4Validator:
     schema = json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
     return jsonschema.Draft4Validator(schema)
@@ -27,7 +27,7 @@ def validate_sarif(log: dict) -> None:
     assert not errors, [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5]]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _junit() -> xmlschema.XMLSchema:
     return xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd"))
 
@@ -66,7 +66,7 @@ CRDS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _crd(api_version: str, kind: str) -> jsonschema.Draft7Validator:
     crd = yaml.safe_load((SCHEMAS / CRDS[(api_version, kind)]).read_text(encoding="utf-8"))
     assert crd["spec"]["names"]["kind"] == kind

@@ -87,7 +87,7 @@ class Metrics:
             "gpu_admission_lookup_objects", "Objects the kind's informer holds.", ("kind",), registry=r,
             multiprocess_mode="livemax")
         self._sources: list = []  # callables run at flush: state held elsewhere, copied into the registry
-        self._lookup_seen: dict[tuple[str, str], int] = {}  # counts already added, per (metric, kind, label)
+        self._lookup_seen: dict[tuple[str, str, str], int] = {}  # counts already added, per (metric, kind, label)
         # (endpoint, kind, result, operation, dry_run) -> [count, sum of seconds, count per latency bucket (+Inf last)]
         self._tally: dict[tuple[str, str, str, str, str], list] = {}
         self._tally_lock = threading.Lock()  # the worker's threads tally at once; flush swaps the dict

@@ -69,7 +69,8 @@ SUMMARIES: dict[Rule, str] = {
     Rule.SHARED_EXCLUSIVE_MIX: "exclusive and shared GPU forms together, or shared GPUs in a workload marked exclusive",
     Rule.SHARING_NOT_ENABLED: "GPU sharing (time-slicing, MPS) asked for on a cohort that does not enable it",
     Rule.SHARED_CLAIM: "a GPU ResourceClaim referenced by name, so possibly shared by several pods",
-    Rule.VISIBLE_DEVICES_OVERRIDE: "a container sets CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES or a similar variable",
+    Rule.VISIBLE_DEVICES_OVERRIDE:
+        "a container sets CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES or a similar variable",
     Rule.DEVICE_ACCESS_BYPASS: "privileged GPU containers, device hostPaths, device-list mounts or CDI annotations",
     Rule.RUNTIME_CLASS_CONFLICT: "a device-plugin GPU pod sets a RuntimeClass other than its cohort's",
     Rule.RUN_AS_ROOT: "explicit settings of a cohort-bound pod that contradict the non-root security defaults",
@@ -78,7 +79,8 @@ SUMMARIES: dict[Rule, str] = {
     Rule.UNRESOLVED_CLAIM: "a referenced ResourceClaim or template that cannot be resolved",
     Rule.DEFAULT_RUNTIME_CLASS: "adds the device-plugin cohort's runtimeClassName to GPU pods that set none",
     Rule.DEFAULT_SECURITY_CONTEXT: "adds the cohort's non-root security defaults where a field is absent",
-    Rule.DEFAULT_PLACEMENT: "adds the cohort's node labels and tolerations when the pod did not select the cohort itself",
+    Rule.DEFAULT_PLACEMENT:
+        "adds the cohort's node labels and tolerations when the pod did not select the cohort itself",
     Rule.HIDE_GPUS: "sets NVIDIA_VISIBLE_DEVICES=void on non-GPU containers of pods under the nvidia runtime",
 }
 

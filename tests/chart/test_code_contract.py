@@ -77,7 +77,7 @@ def test_a_policy_the_loader_refuses_the_chart_refuses_at_render(render):
     """The loader check above is not vacuous, and the chart no longer lets such a policy through to a
     server that would refuse it at start: two cohorts selecting the same nodes fail both, naming cohorts."""
     twins = [dict(CUSTOM_POLICY["cohorts"][0], name="a"), dict(CUSTOM_POLICY["cohorts"][0], name="b")]
-    with pytest.raises(helm_python.HelmError, match="policy.cohorts: cohorts \"a\" and \"b\" select the same nodes"):
+    with pytest.raises(helm_python.HelmError, match=r"policy\.cohorts: cohorts \"a\" and \"b\" select the same nodes"):
         render({"policy": dict(CUSTOM_POLICY, cohorts=twins)})
     with pytest.raises(ConfigError, match="cohorts 'a' and 'b' select the same nodes"):
         parse_policy(yaml.safe_dump(dict(CUSTOM_POLICY, cohorts=twins)))
@@ -296,9 +296,9 @@ def _admission_review(operation: str = "CREATE") -> dict:
 def test_the_server_serves_the_chart_s_paths_with_the_chart_s_policy(rendered, value_set, tmp_path):
     """The app as deployed, given the rendered ConfigMap's policy.yaml: every path the chart sends the
     apiserver, the kubelet's probes and Prometheus to answers (the apiserver appends ?timeout=)."""
-    from webhook.app import create_app  # noqa: PLC0415 (the server, imported only here)
-    from webhook.lookups.base import NoLookups  # noqa: PLC0415
-    from webhook.settings import Settings  # noqa: PLC0415
+    from webhook.app import create_app
+    from webhook.lookups.base import NoLookups
+    from webhook.settings import Settings
 
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(rendered.policy_text())

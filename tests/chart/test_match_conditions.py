@@ -10,13 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import FIXTURES
 from webhook.config import parse_policy
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.base import Lookup
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects import kinds
-
-from tests.support import FIXTURES
 
 from . import cel
 from .conftest import REPO, rendered_set, set_params

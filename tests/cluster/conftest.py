@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import REAL_MANIFESTS
 from webhook.lookups.backoff import Backoff
 from webhook.lookups.informer import InformerSettings
 from webhook.lookups.kubeconfig import load_api_client
-
-from tests.support import REAL_MANIFESTS
 
 from .fakeapi import FakeApiServer, make_certificates
 

@@ -279,7 +279,8 @@ def test_dry_run_reports_mutations_in_order_and_patches_nothing():
 
 # ---- debug containers: UPDATE of pods/ephemeralcontainers (kubectl debug) ---------------------------------
 
-from webhook.handlers import mutate as mutate_handler, validate as validate_handler  # noqa: E402
+from webhook.handlers import mutate as mutate_handler  # noqa: E402
+from webhook.handlers import validate as validate_handler  # noqa: E402
 
 CUDA_DEBUG = {"name": "debugger-x7k2p", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
               "stdin": True, "tty": True, "targetContainerName": "main"}

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import FIXTURES
 from webhook.config import default_policy, parse_policy
 from webhook.config.load import DEFAULT_PATH
 from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.objects.kinds import POD_BEARING
 from webhook.rules import DEFAULT_ACTIONS, VALIDATIONS, Action, Rule
-from tests.support import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_RULES = REPO / "tests" / "golden" / "rules"  # written by the `golden` fixture (conftest.py)

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import yaml
 
 from webhook import yamlread
 from webhook.config.mig import MIG_PROFILE_TABLES, PROFILE_NAME
-from webhook.config.overlay import SetError, apply_set, overlay_policy
-from webhook.config.schema import schema_errors
 from webhook.config.model import (
     DEVICE_PLUGIN,
     DRA,
@@ -29,6 +28,8 @@ from webhook.config.model import (
     Sharing,
     Toleration,
 )
+from webhook.config.overlay import SetError, apply_set, overlay_policy
+from webhook.config.schema import schema_errors
 from webhook.rules import DEFAULT_ACTIONS, Action, Rule
 
 DEFAULT_PATH = Path(__file__).with_name("default.yaml")
@@ -415,7 +416,7 @@ def _location(error: str) -> str:
 def _related(a: str, b: str) -> bool:
     """One field path is the other or inside it (`cohorts[0]` and `cohorts[0].mig`)."""
     short, long = sorted((a, b), key=len)
-    return long == short or long.startswith(short) and long[len(short)] in ".["
+    return long == short or (long.startswith(short) and long[len(short)] in ".[")
 
 
 def build_policy(data: Any, source: str = "policy") -> Policy:

@@ -1,9 +1,10 @@
 """The policy configuration as frozen values. Built only by `webhook.config.load`."""
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from webhook.objects.selectors import NON_GPU_DEVICE_TYPES, ClassSelectors
 from webhook.rules import Action, Rule

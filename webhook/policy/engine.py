@@ -2,8 +2,9 @@
 that the configuration (mode, namespace overrides, exceptions) assigns. Pure: no I/O, no logging."""
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
-from typing import Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from webhook.config.model import DRA, Cohort, Policy
 from webhook.objects.access import as_dict, as_list, as_str
@@ -28,7 +29,7 @@ from webhook.policy.checks import (
 )
 from webhook.policy.context import Context, device_class_info
 from webhook.policy.draft import Draft
-from webhook.policy.gpu import analyse
+from webhook.policy.gpu import GpuFacts, analyse
 from webhook.policy.messages import mutation_message
 from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
 from webhook.policy.patch import make_patch
@@ -46,8 +47,8 @@ LEGACY_CLUSTER_KINDS = frozenset({"ResourceClass"})  # v1alpha2, cluster-scoped 
 _STRENGTH = {Action.OFF: 0, Action.AUDIT: 1, Action.WARN: 2, Action.ENFORCE: 3}
 
 
-def evaluate(obj: dict, *, kind: str, namespace: str, policy: Policy, context: Context, operation: str = "CREATE",
-             validate: bool = True, mutate: bool = True, view: PodView | None = None,
+def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, context: Context,
+             operation: str = "CREATE", validate: bool = True, mutate: bool = True, view: PodView | None = None,
              added_ephemeral: frozenset[str] | None = None) -> Evaluation:
     """Evaluate `obj` as the webhooks would on `operation`: for a Pod on CREATE the mutating webhook's patch
     first (`mutate`), then the validating rules on the mutated Pod (`validate`).
@@ -64,13 +65,15 @@ def evaluate(obj: dict, *, kind: str, namespace: str, policy: Policy, context: C
                             added_ephemeral)
     name = display_name(obj)
     if not validate:
-        return Evaluation(kind, namespace, name, dry_run=plan.dry_run, skipped=f"{kind} objects are never mutated")
+        return Evaluation(kind=kind, namespace=namespace, name=name, dry_run=plan.dry_run,
+                          skipped=f"{kind} objects are never mutated")
     if info is not None or is_legacy_dra(obj):
         return _dra_object(obj, kind, name, namespace, policy, context, plan.dry_run, plan.actions)
-    return Evaluation(kind, namespace, name, skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
+    return Evaluation(kind=kind, namespace=namespace, name=name,
+                      skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
 
 
-def object_namespace(obj: dict, kind: str, default: str) -> str:
+def object_namespace(obj: dict[str, Any], kind: str, default: str) -> str:
     """The object's namespace ("" for cluster-scoped kinds), else `default` (the request's or the CLI's)."""
     info = BY_KIND.get(kind)
     if (info is not None and not info.namespaced) or kind in LEGACY_CLUSTER_KINDS:
@@ -78,10 +81,11 @@ def object_namespace(obj: dict, kind: str, default: str) -> str:
     return as_str(as_dict(obj.get("metadata")).get("namespace")) or default
 
 
-def exempt(obj: dict, kind: str, namespace: str, policy: Policy) -> Evaluation | None:
+def exempt(obj: dict[str, Any], kind: str, namespace: str, policy: Policy) -> Evaluation | None:
     """The skipped Evaluation for an object in an exempt namespace (infrastructure, the service's own)."""
     if policy.is_exempt(namespace):
-        return Evaluation(kind, namespace, display_name(obj), skipped=f'namespace "{namespace}" is exempt')
+        return Evaluation(kind=kind, namespace=namespace, name=display_name(obj),
+                          skipped=f'namespace "{namespace}" is exempt')
     return None
 
 
@@ -90,8 +94,8 @@ class _Plan(NamedTuple):
 
     dry_run: bool
     actions: Mapping[Rule, Action]
-    checks: tuple  # the POD_CHECKS whose action is not off
-    mutations: tuple  # the MUTATIONS whose action is not off
+    checks: tuple[Any, ...]  # the POD_CHECKS whose action is not off
+    mutations: tuple[Any, ...]  # the MUTATIONS whose action is not off
 
 
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
@@ -110,7 +114,8 @@ def _plan(policy: Policy, namespace: str) -> _Plan:
     return policy.derived(_make_plan, namespace if namespace in policy.overridden_namespaces else "")
 
 
-def _lifted(policy: Policy, namespace: str, name: str, spec: dict, user: Mapping) -> frozenset[Rule]:
+def _lifted(policy: Policy, namespace: str, name: str, spec: Mapping[str, Any],
+            user: Mapping[str, Any]) -> frozenset[Rule]:
     """Rules that config-owned exceptions lift for this request (never an annotation on the workload)."""
     if not policy.exceptions:
         return frozenset()
@@ -132,7 +137,7 @@ def _lifted(policy: Policy, namespace: str, name: str, spec: dict, user: Mapping
     return frozenset(lifted)
 
 
-def _violations(findings, actions, lifted) -> list[Violation]:
+def _violations(findings: list[Finding], actions: Mapping[Rule, Action], lifted: frozenset[Rule]) -> list[Violation]:
     out = []
     for f in findings:
         if f.rule in lifted:
@@ -145,7 +150,8 @@ def _violations(findings, actions, lifted) -> list[Violation]:
     return out
 
 
-def _run_checks(checks, facts, context, policy, lifted, errors: list) -> list[Finding]:
+def _run_checks(checks: tuple[Any, ...], facts: GpuFacts, context: Context, policy: Policy, lifted: frozenset[Rule],
+                errors: list[RuleError]) -> list[Finding]:
     findings: list[Finding] = []
     for check in checks:
         if lifted and check.RULE in lifted:
@@ -160,8 +166,9 @@ def _run_checks(checks, facts, context, policy, lifted, errors: list) -> list[Fi
     return findings
 
 
-def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, validate, mutate,
-                 added_ephemeral=None) -> Evaluation:
+def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, operation: str, policy: Policy,
+                 context: Context, plan: _Plan, validate: bool, mutate: bool,
+                 added_ephemeral: frozenset[str] | None = None) -> Evaluation:
     kind = view.kind.kind
     facts = analyse(view, policy, context)
     lifted = _lifted(policy, namespace, name, view.spec, context.user)
@@ -170,7 +177,7 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, v
     reported: list[Violation] = []
     mutations: list[Mutation] = []
     mutated = None
-    patch: tuple = ()
+    patch: tuple[Any, ...] = ()
     debug = added_ephemeral is not None
     if mutate and view.kind.mutated and (operation == "CREATE" or debug):
         work = Draft(obj)
@@ -192,8 +199,9 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, v
                 mutations.append(Mutation(rule, action, tuple(path for path, _ in records), apply))
             if not apply or action is Action.WARN:
                 verb = "sets" if apply else "would set"
-                reported.extend(Violation(rule, action, path, mutation_message(policy, rule, view.subject, verb, what, path))
-                                for path, what in records)
+                reported.extend(
+                    Violation(rule, action, path, mutation_message(policy, rule, view.subject, verb, what, path))
+                    for path, what in records)
         if work.changed and not dry_run:
             mutated = work.root
             patch = tuple(make_patch(obj, mutated))
@@ -201,11 +209,13 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, v
                 view = view_of(mutated, view.kind, namespace)
                 facts = analyse(view, policy, context)
     findings = _run_checks(plan.checks, facts, context, policy, lifted, errors) if validate else []
-    if debug and findings:
+    if added_ephemeral is not None and findings:
         findings = _about(findings, view, added_ephemeral)
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
-    return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted) + reported),
-                      patch, mutated if patch else None, dry_run, cohort, tuple(errors), mutations=tuple(mutations))
+    return Evaluation(kind=kind, namespace=namespace, name=name,
+                      violations=tuple(_violations(findings, actions, lifted) + reported), patch=patch,
+                      mutated=mutated if patch else None, dry_run=dry_run, cohort=cohort, errors=tuple(errors),
+                      mutations=tuple(mutations))
 
 
 def _about(findings: list[Finding], view: PodView, names: frozenset[str]) -> list[Finding]:
@@ -224,7 +234,8 @@ def claim_cohort(policy: Policy, namespace: str) -> Cohort | None:
     return dra[0] if len(dra) == 1 else None
 
 
-def _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions) -> Evaluation:
+def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, policy: Policy, context: Context,
+                dry_run: bool, actions: Mapping[Rule, Action]) -> Evaluation:
     subject = f'{kind.lower()} "{namespace}/{name}"' if namespace else f'{kind.lower()} "{name}"'
     lifted = _lifted(policy, namespace, name, {}, context.user)
     errors: list[RuleError] = []
@@ -249,11 +260,12 @@ def _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions) -
     else:
         info = device_class_info(obj, policy) if kind == "DeviceClass" else None
         findings += legacy_api.check_object(subject, obj, None, info, policy)
-    return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted)), dry_run=dry_run,
+    return Evaluation(kind=kind, namespace=namespace, name=name,
+                      violations=tuple(_violations(findings, actions, lifted)), dry_run=dry_run,
                       cohort=cohort.name if cohort else None, errors=tuple(errors))
 
 
-def _guarded(rule, errors, policy, fn) -> list[Finding]:
+def _guarded(rule: Rule, errors: list[RuleError], policy: Policy, fn: Callable[[], list[Finding]]) -> list[Finding]:
     try:
         return fn()
     except Exception as exc:

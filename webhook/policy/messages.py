@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from webhook.config.model import Policy
 from webhook.rules import Rule
@@ -16,7 +17,7 @@ def message(policy: Policy, rule: Rule, subject: str, what: str, why: str, fix: 
     return _CONTROL.sub("?", text)
 
 
-def names(values) -> str:
+def names(values: Iterable[str]) -> str:
     """'a', 'a and b', 'a, b and c'."""
     values = list(values)
     if len(values) <= 1:

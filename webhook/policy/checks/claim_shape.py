@@ -1,3 +1,5 @@
+from webhook.config.model import Cohort, Policy
+from webhook.objects.claims import ClaimSpec, DeviceRequest
 from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -5,10 +7,12 @@ from webhook.rules import Rule
 RULE = Rule.CLAIM_SHAPE
 
 
-def check_claim(subject: str, namespace: str, spec, gpu_leaves, cohort, policy) -> list[Finding]:
+def check_claim(subject: str, namespace: str, spec: ClaimSpec, gpu_leaves: tuple[DeviceRequest, ...],
+                cohort: Cohort | None, policy: Policy) -> list[Finding]:
     """A GPU ResourceClaim or template. `gpu_leaves` are its requests that select GPU DeviceClasses."""
-    out = []
+    out: list[Finding] = []
     limit = cohort.max_devices_per_claim if cohort is not None else None
+    cohort_name = cohort.name if cohort is not None else ""  # named only where the cohort sets a limit
     admins = cohort.admin_access_namespaces if cohort is not None else ()
     per_request: dict[str, int] = {}  # firstAvailable alternatives count once: the largest
     over = False
@@ -27,7 +31,7 @@ def check_claim(subject: str, namespace: str, spec, gpu_leaves, cohort, policy) 
             path = f"{leaf.path}.count"
             out.append(Finding(RULE, path, message(
                 policy, RULE, subject, f'request "{leaf.name}" asks for {leaf.count} GPUs ({path})',
-                f'cohort "{cohort.name}" allows at most {limit} devices per claim', f"ask for {limit} or fewer")))
+                f'cohort "{cohort_name}" allows at most {limit} devices per claim', f"ask for {limit} or fewer")))
         if leaf.admin_access and namespace not in admins:
             path = f"{leaf.path}.adminAccess"
             out.append(Finding(RULE, path, message(
@@ -40,7 +44,7 @@ def check_claim(subject: str, namespace: str, spec, gpu_leaves, cohort, policy) 
         path = f"{spec.path}.devices.requests"
         out.append(Finding(RULE, path, message(
             policy, RULE, subject, f"the claim's requests ask for {total} GPUs in all ({path})",
-            f'cohort "{cohort.name}" allows at most {limit} devices per claim', "ask for fewer, or split the work")))
+            f'cohort "{cohort_name}" allows at most {limit} devices per claim', "ask for fewer, or split the work")))
     for req in spec.requests:
         if not req.has_shape:
             out.append(Finding(RULE, req.path, message(

@@ -1,5 +1,7 @@
-from webhook.config.model import DEVICE_PLUGIN, DRA, Policy
-from webhook.policy.cohorts import INFERRED
+from collections.abc import Iterable
+
+from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
+from webhook.policy.cohorts import INFERRED, CohortChoice
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message, names
@@ -40,11 +42,12 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     return []
 
 
-def _conflict(facts, choice, policy):
+def _conflict(facts: GpuFacts, choice: CohortChoice, policy: Policy) -> list[Finding]:
     subject = facts.view.subject
     where = " and ".join(choice.paths) or choice.path
     if len(choice.conflict) == 1:
         named = policy.cohort(choice.conflict[0])
+        assert named is not None  # conflicts name the policy's cohorts
         labels = ", ".join(f"{k}={v}" for k, v in named.node_labels.items())
         selector = facts.view.spec.get("nodeSelector")
         clash = [(k, v) for k, v in (selector.items() if type(selector) is dict else ())
@@ -64,7 +67,8 @@ def _conflict(facts, choice, policy):
         f"select the nodes of one cohort only (label {policy.allocation_label})"))]
 
 
-def _mechanism(facts, cohort, where, policy, *, device_plugin=False, dra=False):
+def _mechanism(facts: GpuFacts, cohort: Cohort, where: str, policy: Policy, *, device_plugin: bool = False,
+               dra: bool = False) -> list[Finding]:
     """GPUs asked for by a mechanism that the cohort(s) the pod is bound for do not run; `cohort` gives the fix."""
     subject = facts.view.subject
     that = "those cohorts run" if where.startswith("the cohorts") else "that cohort runs"
@@ -81,11 +85,13 @@ def _mechanism(facts, cohort, where, policy, *, device_plugin=False, dra=False):
         for claim in facts.gpu_claims:
             out.append(Finding(RULE, claim.path, message(
                 policy, RULE, subject,
-                f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for GPUs through DRA but the pod is bound for {where}',
+                f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for GPUs through DRA '
+                f"but the pod is bound for {where}",
                 f"{that} the NVIDIA device plugin, whose GPUs DRA cannot allocate",
                 f"request {cohort.gpu_resource()} in resources.limits "
                 f"instead of the claim{_other(policy, DRA)}")))
         for use in facts.dra_resources:
+            assert use.device_class is not None  # DRA serves it
             out.append(Finding(RULE, use.path, message(
                 policy, RULE, subject,
                 f"{use.container.label} requests {use.resource} ({use.path}), served by DRA DeviceClass "
@@ -96,11 +102,11 @@ def _mechanism(facts, cohort, where, policy, *, device_plugin=False, dra=False):
     return out
 
 
-def _quoted(values):
+def _quoted(values: Iterable[str]) -> list[str]:
     return [f'"{v}"' for v in values]
 
 
-def _other(policy, mechanism) -> str:
+def _other(policy: Policy, mechanism: str) -> str:
     """', or target the cohort "x"' naming the cohorts that run `mechanism`, if any."""
     running = [c.name for c in policy.cohorts if c.mechanism == mechanism]
     if not running:

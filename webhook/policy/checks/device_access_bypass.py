@@ -101,7 +101,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         if host and device_host_path(host):
             path = f"{view.prefix}.volumes[{i}].hostPath.path"
             out.append(Finding(RULE, path, message(
-                policy, RULE, view.subject, f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})'
+                policy, RULE, view.subject,
+                f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})'
                 f"{_resolved(host)}",
                 "GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
                 "remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")))

@@ -26,7 +26,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         use = facts.dra_resources[0]
         served_by = use.device_class.name if use.device_class else "?"  # always set on a DRA-served resource
         other = f"{use.resource} (DRA, DeviceClass \"{served_by}\", {use.path})"
-        joined = f"and {other}" if use.container.name == dp.container.name else f"while {use.container.label} requests {other}"
+        joined = (f"and {other}" if use.container.name == dp.container.name
+                  else f"while {use.container.label} requests {other}")
         keep = "one of the two resources"
     what = f"{dp.container.label} requests {dp.resource} ({dp.path}) {joined}"
     return [Finding(RULE, dp.path, message(

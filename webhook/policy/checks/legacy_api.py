@@ -1,7 +1,9 @@
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from webhook.config.model import Policy
+from webhook.config.model import DeviceClassInfo, Policy
 from webhook.objects.access import as_str
+from webhook.objects.claims import ClaimSpec
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
@@ -18,14 +20,16 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         return []
     return [
         Finding(RULE, f"{claim.path}.source", message(
-            policy, RULE, facts.view.subject, f'claim "{claim.name}" uses the source wrapper ({claim.path}.source)', WHY,
+            policy, RULE, facts.view.subject,
+            f'claim "{claim.name}" uses the source wrapper ({claim.path}.source)', WHY,
             "name resourceClaimTemplateName or resourceClaimName directly on the resourceClaims entry"))
         for claim in facts.claims
         if claim.legacy_source
     ]
 
 
-def check_object(subject: str, obj: Mapping, spec, info, policy) -> list[Finding]:
+def check_object(subject: str, obj: Mapping[str, Any], spec: ClaimSpec | None, info: DeviceClassInfo | None,
+                 policy: Policy) -> list[Finding]:
     """A DRA object: an alpha API version, a v1alpha2 resourceClassName, a DeviceClass's suitableNodes."""
     out = []
     version = as_str(obj.get("apiVersion")) or ""

@@ -1,4 +1,5 @@
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, integer
@@ -11,7 +12,7 @@ from webhook.rules import Rule
 RULE = Rule.RUN_AS_ROOT
 
 
-def _contradictions(sc: Mapping, security: SecurityDefaults, container: bool) -> list[tuple[str, str, str]]:
+def _contradictions(sc: Mapping[str, Any], security: SecurityDefaults, container: bool) -> list[tuple[str, str, str]]:
     """(field, what, fix) for each setting of `sc` that contradicts the defaults. Runs for every
     securityContext of every cohort-bound pod: it only reads the four fields that can contradict."""
     out = []

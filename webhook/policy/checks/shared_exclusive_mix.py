@@ -1,3 +1,5 @@
+from typing import Any
+
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
@@ -30,7 +32,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         return []
     shared = shared_names(facts)
     out = []
-    per_container: dict[str, list] = {}
+    per_container: dict[str, list[Any]] = {}
     if len(facts.device_plugin) > 1:  # a mix needs two resources
         for use in facts.device_plugin:
             per_container.setdefault(use.container.name, []).append(use)

@@ -1,4 +1,7 @@
-from webhook.config.model import DEVICE_PLUGIN, DRA, Policy
+from collections.abc import Iterator
+
+from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
+from webhook.objects.claims import ClaimSpec
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message, names
@@ -8,7 +11,7 @@ from webhook.rules import Rule
 RULE = Rule.SHARING_NOT_ENABLED
 
 
-def claim_sharing_problems(spec, cohort, policy):
+def claim_sharing_problems(spec: ClaimSpec, cohort: Cohort, policy: Policy) -> Iterator[tuple[str, str]]:
     """(path, strategy) of opaque GPU configs asking for sharing that a DRA cohort does not enable."""
     for config in spec.configs:
         strategy = config.sharing_strategy
@@ -17,7 +20,7 @@ def claim_sharing_problems(spec, cohort, policy):
             yield config.path, strategy
 
 
-def dra_fix(cohort) -> str:
+def dra_fix(cohort: Cohort) -> str:
     allowed = names(cohort.sharing_strategies)
     return (f"use {allowed} or remove the sharing config" if allowed else
             "remove the sharing config (exclusive GPUs), or have the GPU owner enable the driver's sharing feature "
@@ -39,6 +42,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                     "replicas and the pod never schedules", "request nvidia.com/gpu (a whole GPU)")))
     elif cohort.mechanism == DRA:
         for claim in facts.gpu_claims:
+            if claim.spec is None:  # a GPU claim was resolved
+                continue
             for path, strategy in claim_sharing_problems(claim.spec, cohort, policy):
                 out.append(Finding(RULE, claim.path, message(
                     policy, RULE, facts.view.subject,
@@ -48,7 +53,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     return out
 
 
-def check_claim(subject, spec, word, cohort, policy) -> list[Finding]:
+def check_claim(subject: str, spec: ClaimSpec, word: str, cohort: Cohort, policy: Policy) -> list[Finding]:
     """A ResourceClaim or template object on its own (the namespace's DRA cohort)."""
     return [Finding(RULE, path, message(
         policy, RULE, subject, f'the {word} asks for {strategy} sharing ({path}) on cohort "{cohort.name}"',

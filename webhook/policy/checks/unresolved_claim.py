@@ -1,3 +1,5 @@
+from collections.abc import Iterable
+
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import IMPLICIT_PREFIX, GpuFacts
@@ -43,5 +45,5 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     return out
 
 
-def _quoted(values):
+def _quoted(values: Iterable[str]) -> list[str]:
     return [f'"{v}"' for v in values]

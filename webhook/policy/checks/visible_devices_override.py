@@ -1,7 +1,9 @@
-from typing import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_str
+from webhook.objects.podspec import Container
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message, names
@@ -17,7 +19,7 @@ WHY_NO_GPU = ("the pod is allocated no GPU, so the variable grants nothing, and 
               "variables can expose GPUs of the node that no one allocated to it")
 
 
-def _env_sources(container):
+def _env_sources(container: Container) -> Iterator[tuple[int, str, str, str, bool]]:
     for i, src in enumerate(container.env_from):
         src = as_dict(src)
         prefix = as_str(src.get("prefix")) or ""
@@ -28,7 +30,7 @@ def _env_sources(container):
                 yield i, kind, name, prefix, ref.get("optional") is True
 
 
-def _source(env: Mapping) -> str:
+def _source(env: Mapping[str, Any]) -> str:
     """Where the variable's value comes from, named without the value itself."""
     value_from = as_dict(env.get("valueFrom"))
     for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):

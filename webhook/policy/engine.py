@@ -2,32 +2,18 @@
 that the configuration (mode, namespace overrides, exceptions) assigns. Pure: no I/O, no logging."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
-from webhook.config.model import DRA, Cohort, Policy
+from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str
-from webhook.objects.claims import claim_spec
 from webhook.objects.kinds import BY_KIND, is_legacy_dra
 from webhook.objects.podspec import PodView, display_name, view_of
-from webhook.policy.checks import (
-    claim_shape,
-    cohort_mismatch,
-    device_access_bypass,
-    double_mechanism,
-    legacy_api,
-    resource_not_offered,
-    run_as_root,
-    runtime_class_conflict,
-    shared_claim,
-    shared_exclusive_mix,
-    shared_request_count,
-    sharing_not_enabled,
-    unresolved_claim,
-    visible_devices_override,
-)
-from webhook.policy.context import Context, device_class_info
+from webhook.policy.checks import REGISTRY
+from webhook.policy.context import Context
+from webhook.policy.contract import Check, Target
+from webhook.policy.dra import ObjectFacts, object_facts
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts, analyse
 from webhook.policy.messages import mutation_message
@@ -36,11 +22,6 @@ from webhook.policy.patch import make_patch
 from webhook.policy.results import Evaluation, Finding, Mutation, RuleError, Violation
 from webhook.rules import Action, Rule
 
-POD_CHECKS = (
-    double_mechanism, cohort_mismatch, resource_not_offered, shared_request_count, shared_exclusive_mix,
-    sharing_not_enabled, shared_claim, visible_devices_override, device_access_bypass, runtime_class_conflict,
-    run_as_root, legacy_api, unresolved_claim,
-)
 # Order matters: placement and runtime class first, so hide-gpus sees the runtime class that will run.
 MUTATIONS = (default_placement, default_runtime_class, default_security_context, hide_gpus)
 LEGACY_CLUSTER_KINDS = frozenset({"ResourceClass"})  # v1alpha2, cluster-scoped like DeviceClass
@@ -68,7 +49,7 @@ def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, 
         return Evaluation(kind=kind, namespace=namespace, name=name, dry_run=plan.dry_run,
                           skipped=f"{kind} objects are never mutated")
     if info is not None or is_legacy_dra(obj):
-        return _dra_object(obj, kind, name, namespace, policy, context, plan.dry_run, plan.actions)
+        return _dra_object(obj, kind, name, namespace, policy, context, plan)
     return Evaluation(kind=kind, namespace=namespace, name=name,
                       skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
 
@@ -94,7 +75,7 @@ class _Plan(NamedTuple):
 
     dry_run: bool
     actions: Mapping[Rule, Action]
-    checks: tuple[Any, ...]  # the POD_CHECKS whose action is not off
+    checks: Mapping[Target, tuple[Check, ...]]  # the REGISTRY's checks whose action is not off, by target
     mutations: tuple[Any, ...]  # the MUTATIONS whose action is not off
 
 
@@ -105,8 +86,9 @@ def _make_plan(policy: Policy, namespace: str) -> _Plan:
             mode = override.mode or mode
             if override.actions:
                 actions = {**actions, **override.actions}
-    return _Plan(mode == "audit", actions, tuple(c for c in POD_CHECKS if actions[c.RULE] is not Action.OFF),
-                 tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
+    checks = {t: tuple(c for c in REGISTRY if t in c.applies_to and actions[c.rule] is not Action.OFF)
+              for t in Target}
+    return _Plan(mode == "audit", actions, checks, tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
 
 
 def _plan(policy: Policy, namespace: str) -> _Plan:
@@ -150,16 +132,18 @@ def _violations(findings: list[Finding], actions: Mapping[Rule, Action], lifted:
     return out
 
 
-def _run_checks(checks: tuple[Any, ...], facts: GpuFacts, context: Context, policy: Policy, lifted: frozenset[Rule],
-                errors: list[RuleError]) -> list[Finding]:
+def _run_checks(checks: tuple[Check, ...], facts: GpuFacts | ObjectFacts, context: Context, policy: Policy,
+                lifted: frozenset[Rule], errors: list[RuleError]) -> list[Finding]:
+    """Every check, pod spec's or DRA object's, runs here: one that raises is recorded with what its
+    onError decides, and the decision goes on without it."""
     findings: list[Finding] = []
     for check in checks:
-        if lifted and check.RULE in lifted:
+        if lifted and check.rule in lifted:
             continue
         try:
-            found = check.check(facts, context, policy)
+            found = getattr(check.module, check.function)(facts, context, policy)
         except Exception as exc:  # one broken rule must not take the decision down with it
-            errors.append(_failed(check.RULE, exc, policy))
+            errors.append(_failed(check.rule, exc, policy))
             continue
         if found:
             findings.extend(found)
@@ -208,7 +192,7 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             if validate:
                 view = view_of(mutated, view.kind, namespace)
                 facts = analyse(view, policy, context)
-    findings = _run_checks(plan.checks, facts, context, policy, lifted, errors) if validate else []
+    findings = _run_checks(plan.checks[Target.POD_SPEC], facts, context, policy, lifted, errors) if validate else []
     if added_ephemeral is not None and findings:
         findings = _about(findings, view, added_ephemeral)
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
@@ -225,52 +209,16 @@ def _about(findings: list[Finding], view: PodView, names: frozenset[str]) -> lis
     return [f for f in findings if any(f.path == p or f.path.startswith((p + ".", p + "[")) for p in prefixes)]
 
 
-def claim_cohort(policy: Policy, namespace: str) -> Cohort | None:
-    """A claim has no node selector: the namespace's default DRA cohort, else the only DRA cohort."""
-    named = policy.cohort(policy.namespace_cohorts.get(namespace, ""))
-    if named is not None and named.mechanism == DRA:
-        return named
-    dra = [c for c in policy.cohorts if c.mechanism == DRA]
-    return dra[0] if len(dra) == 1 else None
-
-
 def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, policy: Policy, context: Context,
-                dry_run: bool, actions: Mapping[Rule, Action]) -> Evaluation:
-    subject = f'{kind.lower()} "{namespace}/{name}"' if namespace else f'{kind.lower()} "{name}"'
+                plan: _Plan) -> Evaluation:
+    facts = object_facts(obj, kind, name, namespace, policy, context)
     lifted = _lifted(policy, namespace, name, {}, context.user)
     errors: list[RuleError] = []
-    findings: list[Finding] = []
-    cohort = None
-    if kind in ("ResourceClaim", "ResourceClaimTemplate"):
-        spec = claim_spec(obj, kind)
-        findings += legacy_api.check_object(subject, obj, spec, None, policy)
-        leaves = tuple(leaf for req in spec.requests for leaf in req.leaves()
-                       if (info := context.device_class(leaf.device_class)) is not None
-                       and policy.selects_gpus(info))
-        cohort = claim_cohort(policy, namespace)
-        if leaves or any(not r.has_shape for r in spec.requests):
-            findings += _guarded(Rule.CLAIM_SHAPE, errors, policy, lambda: claim_shape.check_claim(
-                subject, namespace, spec, leaves, cohort, policy))
-        if leaves and cohort is not None:
-            word = "template" if kind == "ResourceClaimTemplate" else "claim"
-            findings += _guarded(Rule.SHARING_NOT_ENABLED, errors, policy,
-                                 lambda: sharing_not_enabled.check_claim(subject, spec, word, cohort, policy))
-            findings += _guarded(Rule.RESOURCE_NOT_OFFERED, errors, policy,
-                                 lambda: resource_not_offered.check_claim(subject, leaves, cohort, context, policy))
-    else:
-        info = device_class_info(obj, policy) if kind == "DeviceClass" else None
-        findings += legacy_api.check_object(subject, obj, None, info, policy)
+    target = Target.CLAIM if facts.claim is not None else Target.DEVICE_CLASS
+    findings = _run_checks(plan.checks[target], facts, context, policy, lifted, errors)
     return Evaluation(kind=kind, namespace=namespace, name=name,
-                      violations=tuple(_violations(findings, actions, lifted)), dry_run=dry_run,
-                      cohort=cohort.name if cohort else None, errors=tuple(errors))
-
-
-def _guarded(rule: Rule, errors: list[RuleError], policy: Policy, fn: Callable[[], list[Finding]]) -> list[Finding]:
-    try:
-        return fn()
-    except Exception as exc:
-        errors.append(_failed(rule, exc, policy))
-        return []
+                      violations=tuple(_violations(findings, plan.actions, lifted)), dry_run=plan.dry_run,
+                      cohort=facts.cohort.name if facts.cohort else None, errors=tuple(errors))
 
 
 def _failed(rule: Rule, exc: Exception, policy: Policy, deniable: bool = True) -> RuleError:

@@ -1,5 +1,6 @@
-from webhook.config.model import Cohort, Policy
-from webhook.objects.claims import ClaimSpec, DeviceRequest
+from webhook.config.model import Policy
+from webhook.policy.context import Context
+from webhook.policy.dra import ObjectFacts
 from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
@@ -7,9 +8,12 @@ from webhook.rules import Rule
 RULE = Rule.CLAIM_SHAPE
 
 
-def check_claim(subject: str, namespace: str, spec: ClaimSpec, gpu_leaves: tuple[DeviceRequest, ...],
-                cohort: Cohort | None, policy: Policy) -> list[Finding]:
-    """A GPU ResourceClaim or template. `gpu_leaves` are its requests that select GPU DeviceClasses."""
+def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[Finding]:
+    """A GPU ResourceClaim or template, or one with a request that says nothing of what it asks for."""
+    spec, gpu_leaves, cohort = facts.claim, facts.gpu_leaves, facts.cohort
+    if spec is None or not (gpu_leaves or any(not r.has_shape for r in spec.requests)):
+        return []
+    subject, namespace = facts.subject, facts.namespace
     out: list[Finding] = []
     limit = cohort.max_devices_per_claim if cohort is not None else None
     cohort_name = cohort.name if cohort is not None else ""  # named only where the cohort sets a limit

@@ -1,11 +1,8 @@
-from collections.abc import Mapping
-from typing import Any
-
-from webhook.config.model import DeviceClassInfo, Policy
+from webhook.config.model import Policy
 from webhook.objects.access import as_str
-from webhook.objects.claims import ClaimSpec
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
 from webhook.policy.context import Context
+from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message
 from webhook.policy.results import Finding
@@ -28,9 +25,9 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     ]
 
 
-def check_object(subject: str, obj: Mapping[str, Any], spec: ClaimSpec | None, info: DeviceClassInfo | None,
-                 policy: Policy) -> list[Finding]:
+def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[Finding]:
     """A DRA object: an alpha API version, a v1alpha2 resourceClassName, a DeviceClass's suitableNodes."""
+    subject, obj, spec, info = facts.subject, facts.obj, facts.claim, facts.device_class
     out = []
     version = as_str(obj.get("apiVersion")) or ""
     if version in LEGACY_DRA_VERSIONS:

@@ -3,6 +3,7 @@ from collections.abc import Iterable
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, DeviceClassInfo, Policy
 from webhook.objects.claims import DeviceRequest
 from webhook.policy.context import Context
+from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
@@ -91,14 +92,16 @@ def _example(cohort: Cohort) -> str:
     return cohort.device_classes[0] if cohort.device_classes else cohort.driver or "gpu.nvidia.com"
 
 
-def check_claim(subject: str, leaves: tuple[DeviceRequest, ...], cohort: Cohort, context: Context,
-                policy: Policy) -> list[Finding]:
-    """A ResourceClaim or template object on its own (the namespace's DRA cohort)."""
+def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[Finding]:
+    """A GPU ResourceClaim or template on its own (bound for the namespace's DRA cohort)."""
+    cohort = facts.cohort
+    if cohort is None or not facts.gpu_leaves:
+        return []
     return [Finding(RULE, f"{leaf.path}.deviceClassName", message(
-        policy, RULE, subject, f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
+        policy, RULE, facts.subject, f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
         f'({leaf.path}.deviceClassName) on cohort "{cohort.name}"', why,
         f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}"))
-        for leaf, info, why in unoffered(leaves, cohort, context)]
+        for leaf, info, why in unoffered(facts.gpu_leaves, cohort, context)]
 
 
 def _dra(facts: GpuFacts, cohort: Cohort, context: Context, policy: Policy) -> list[Finding]:

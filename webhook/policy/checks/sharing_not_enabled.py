@@ -3,6 +3,7 @@ from collections.abc import Iterator
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
 from webhook.objects.claims import ClaimSpec
 from webhook.policy.context import Context
+from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import message, names
 from webhook.policy.results import Finding
@@ -53,9 +54,12 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     return out
 
 
-def check_claim(subject: str, spec: ClaimSpec, word: str, cohort: Cohort, policy: Policy) -> list[Finding]:
-    """A ResourceClaim or template object on its own (the namespace's DRA cohort)."""
+def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[Finding]:
+    """A GPU ResourceClaim or template on its own (bound for the namespace's DRA cohort)."""
+    spec, cohort = facts.claim, facts.cohort
+    if spec is None or cohort is None or not facts.gpu_leaves:
+        return []
     return [Finding(RULE, path, message(
-        policy, RULE, subject, f'the {word} asks for {strategy} sharing ({path}) on cohort "{cohort.name}"',
+        policy, RULE, facts.subject, f'the {facts.word} asks for {strategy} sharing ({path}) on cohort "{cohort.name}"',
         f"{strategy} is an Alpha driver feature this cohort does not enable", dra_fix(cohort)))
         for path, strategy in claim_sharing_problems(spec, cohort, policy)]

@@ -11,6 +11,7 @@ import helm_python
 import pytest
 import yaml
 
+from tests.policy.test_schema import rule_id_places
 from webhook import settings
 from webhook.config import ConfigError, parse_policy
 from webhook.config.load import DEFAULT_PATH, DEFAULT_VISIBLE_DEVICE_VARIABLES
@@ -86,9 +87,13 @@ def test_a_policy_the_loader_refuses_the_chart_refuses_at_render(render):
 # ---------------------------------------------------------------- values.schema.json vs the code
 
 def test_schema_rule_ids_and_actions_are_the_code_s():
-    rule_actions = SCHEMA["definitions"]["ruleActions"]
-    assert rule_actions["propertyNames"]["enum"] == [r.value for r in Rule]
+    assert SCHEMA["definitions"]["ruleId"]["enum"] == [r.value for r in Rule]
     assert SCHEMA["definitions"]["action"]["enum"] == [a.value for a in Action] + [False]
+    # every rule-id field (the chart's rules:, the policy's rules: and exceptions) refers to that one list
+    enums, refs = rule_id_places(SCHEMA)
+    assert enums == ["/definitions/ruleId"]
+    assert refs == ["/definitions/ruleActions/propertyNames",
+                    "/properties/policy/properties/exceptions/items/properties/rules/items"]
 
 
 def _loader_keys() -> set[str]:
@@ -331,6 +336,13 @@ def _gpu_condition(rendered) -> str:
             if condition["name"] == "skip-pods-no-rule-concerns":
                 return condition["expression"]
     raise AssertionError("no skip-pods-no-rule-concerns condition")
+
+
+def test_the_match_conditions_helper_s_variables_are_the_config_default():
+    """The helper repeats the default visibleDeviceVariables (used when the policy sets none): the same list."""
+    helper = (CHART / "templates" / "_helpers.tpl").read_text()
+    (listed,) = re.findall(r'\$variables := list ((?:"[A-Z0-9_]+" ?)+)', helper)
+    assert tuple(re.findall(r'"([A-Z0-9_]+)"', listed)) == DEFAULT_VISIBLE_DEVICE_VARIABLES
 
 
 def test_match_conditions_use_the_engine_s_lists(default_render):

@@ -16,7 +16,7 @@ from webhook.policy.contract import Check, Target
 from webhook.policy.dra import ObjectFacts, object_facts
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts, analyse
-from webhook.policy.messages import mutation_message
+from webhook.policy.messages import line, mutation_line
 from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
 from webhook.policy.patch import make_patch
 from webhook.policy.results import Evaluation, Finding, Mutation, RuleError, Violation
@@ -119,24 +119,27 @@ def _lifted(policy: Policy, namespace: str, name: str, spec: Mapping[str, Any],
     return frozenset(lifted)
 
 
-def _violations(findings: list[Finding], actions: Mapping[Rule, Action], lifted: frozenset[Rule]) -> list[Violation]:
+def _violations(found: list[tuple[Rule, Finding]], subject: str, actions: Mapping[Rule, Action],
+                lifted: frozenset[Rule], policy: Policy) -> list[Violation]:
+    """The findings with their actions and messages: the one place the object, rule id and docs link are
+    added to what a check says."""
     out = []
-    for f in findings:
-        if f.rule in lifted:
+    for rule, f in found:
+        if rule in lifted:
             continue
-        action = actions.get(f.rule, Action.ENFORCE)
+        action = actions.get(rule, Action.ENFORCE)
         if f.cap is not None and _STRENGTH[action] > _STRENGTH[f.cap]:
             action = f.cap
         if action is not Action.OFF:
-            out.append(Violation(f.rule, action, f.path, f.message))
+            out.append(Violation(rule, action, f.path, line(policy, rule, subject, f.what, f.why, f.fix)))
     return out
 
 
 def _run_checks(checks: tuple[Check, ...], facts: GpuFacts | ObjectFacts, context: Context, policy: Policy,
-                lifted: frozenset[Rule], errors: list[RuleError]) -> list[Finding]:
+                lifted: frozenset[Rule], errors: list[RuleError]) -> list[tuple[Rule, Finding]]:
     """Every check, pod spec's or DRA object's, runs here: one that raises is recorded with what its
     onError decides, and the decision goes on without it."""
-    findings: list[Finding] = []
+    findings: list[tuple[Rule, Finding]] = []
     for check in checks:
         if lifted and check.rule in lifted:
             continue
@@ -146,7 +149,8 @@ def _run_checks(checks: tuple[Check, ...], facts: GpuFacts | ObjectFacts, contex
             errors.append(_failed(check.rule, exc, policy))
             continue
         if found:
-            findings.extend(found)
+            rule = check.rule
+            findings.extend((rule, f) for f in found)
     return findings
 
 
@@ -184,7 +188,7 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             if not apply or action is Action.WARN:
                 verb = "sets" if apply else "would set"
                 reported.extend(
-                    Violation(rule, action, path, mutation_message(policy, rule, view.subject, verb, what, path))
+                    Violation(rule, action, path, mutation_line(policy, rule, view.subject, verb, what, path))
                     for path, what in records)
         if work.changed and not dry_run:
             mutated = work.root
@@ -197,16 +201,18 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
         findings = _about(findings, view, added_ephemeral)
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
     return Evaluation(kind=kind, namespace=namespace, name=name,
-                      violations=tuple(_violations(findings, actions, lifted) + reported), patch=patch,
+                      violations=tuple(_violations(findings, view.subject, actions, lifted, policy) + reported),
+                      patch=patch,
                       mutated=mutated if patch else None, dry_run=dry_run, cohort=cohort, errors=tuple(errors),
                       mutations=tuple(mutations))
 
 
-def _about(findings: list[Finding], view: PodView, names: frozenset[str]) -> list[Finding]:
+def _about(findings: list[tuple[Rule, Finding]], view: PodView,
+           names: frozenset[str]) -> list[tuple[Rule, Finding]]:
     """The findings about the given ephemeral containers: what a debug container's update changes (the
     rest of the pod was admitted, or not, when it was created)."""
     prefixes = tuple(c.path for c in view.containers if c.section == "ephemeralContainers" and c.name in names)
-    return [f for f in findings if any(f.path == p or f.path.startswith((p + ".", p + "[")) for p in prefixes)]
+    return [(r, f) for r, f in findings if any(f.path == p or f.path.startswith((p + ".", p + "[")) for p in prefixes)]
 
 
 def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, policy: Policy, context: Context,
@@ -217,7 +223,8 @@ def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, polic
     target = Target.CLAIM if facts.claim is not None else Target.DEVICE_CLASS
     findings = _run_checks(plan.checks[target], facts, context, policy, lifted, errors)
     return Evaluation(kind=kind, namespace=namespace, name=name,
-                      violations=tuple(_violations(findings, plan.actions, lifted)), dry_run=plan.dry_run,
+                      violations=tuple(_violations(findings, facts.subject, plan.actions, lifted, policy)),
+                      dry_run=plan.dry_run,
                       cohort=facts.cohort.name if facts.cohort else None, errors=tuple(errors))
 
 

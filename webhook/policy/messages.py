@@ -1,9 +1,9 @@
-"""The one-line message shape of DESIGN.md section 10:
-`<object>: <what, with field path>: <why>; <fix> [<rule>] <docs link>`."""
+"""Messages are made here, in the one-line shape of DESIGN.md section 10:
+`<object>: <what, with field path>: <why>; <fix> [<rule>] <docs link>`; checks give what, why and fix."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from webhook.config.model import Policy
 from webhook.rules import Rule
@@ -11,10 +11,19 @@ from webhook.rules import Rule
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def message(policy: Policy, rule: Rule, subject: str, what: str, why: str, fix: str) -> str:
+def _clean(text: str) -> str:
     # Names come from user input; a control character would make the apiserver drop the warning.
-    text = f"{subject}: {what}: {why}; {fix} [{rule.value}] {policy.docs_url(rule)}"
     return _CONTROL.sub("?", text)
+
+
+def line(policy: Policy, rule: Rule, subject: str, what: str, why: str, fix: str) -> str:
+    """A finding's message."""
+    return _clean(f"{subject}: {what}: {why}; {fix} [{rule.value}] {policy.docs_url(rule)}")
+
+
+def mutation_line(policy: Policy, rule: Rule, subject: str, verb: str, what: str, path: str) -> str:
+    """What a mutation set (or, in dry-run, would set): `<object>: sets <path>: <what> [<rule>] <link>`."""
+    return _clean(f"{subject}: {verb} {path}: {what} [{rule.value}] {policy.docs_url(rule)}")
 
 
 def names(values: Iterable[str]) -> str:
@@ -25,6 +34,11 @@ def names(values: Iterable[str]) -> str:
     return ", ".join(values[:-1]) + " and " + values[-1]
 
 
-def mutation_message(policy: Policy, rule: Rule, subject: str, verb: str, what: str, path: str) -> str:
-    """What a mutation set (or, in dry-run, would set): `<object>: sets <path>: <what> [<rule>] <link>`."""
-    return _CONTROL.sub("?", f"{subject}: {verb} {path}: {what} [{rule.value}] {policy.docs_url(rule)}")
+def quoted(values: Iterable[str]) -> list[str]:
+    """Each value in double quotes, as messages name objects: ['"a"', '"b"']."""
+    return [f'"{v}"' for v in values]
+
+
+def plural(values: Sequence[object], word: str, suffix: str = "s") -> str:
+    """`word`, with `suffix` when there are several values: plural(classes, "DeviceClass", "es")."""
+    return word + suffix if len(values) > 1 else word

@@ -7,15 +7,17 @@ from typing import Any
 from webhook.rules import Action, Rule
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    """What one check found: `message` is the complete one-line message (rule id and docs link included).
+    """What one check found, in the words of DESIGN.md section 10: `what` happened (naming the field path),
+    `why` it matters and the `fix`. The engine makes the one-line message, adding the object, the rule id
+    and its docs link (messages.line). `cap` limits the action (an `envFrom` source that could not be read
+    is at most a warning)."""
 
-    `cap` limits the action (an `envFrom` source that could not be read is at most a warning)."""
-
-    rule: Rule
     path: str
-    message: str
+    what: str
+    why: str
+    fix: str
     cap: Action | None = None
 
 

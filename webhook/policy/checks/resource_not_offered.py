@@ -5,7 +5,7 @@ from webhook.objects.claims import DeviceRequest
 from webhook.policy.context import Context
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message, names
+from webhook.policy.messages import names, plural, quoted
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -16,8 +16,8 @@ MIG_PREFIX = "nvidia.com/mig-"
 def class_problem(cohort: Cohort, info: DeviceClassInfo) -> str | None:
     """Why a DRA cohort does not offer what a DeviceClass selects; None when it does."""
     if cohort.device_classes and info.name not in cohort.device_classes:
-        listed = [f'"{c}"' for c in cohort.device_classes]
-        return f"the cohort offers only the DeviceClass{'es' if len(listed) > 1 else ''} {names(listed)}"
+        listed = cohort.device_classes
+        return f"the cohort offers only the {plural(listed, 'DeviceClass', 'es')} {names(quoted(listed))}"
     if info.driver and cohort.driver and info.driver != cohort.driver:
         return f"it selects devices of the driver {info.driver}; the cohort runs {cohort.driver}"
     if cohort.device_types and info.device_type and info.device_type not in cohort.device_types:
@@ -65,9 +65,11 @@ def _device_plugin(facts: GpuFacts, cohort: Cohort, policy: Policy) -> list[Find
                 why = f"profile {profile} is not in this cohort's MIG profile table ({table})"
         else:
             why = "no node of the cohort advertises it, so the pod never schedules"
-        out.append(Finding(RULE, use.path, message(
-            policy, RULE, facts.view.subject,
-            f'{use.container.label} requests {name} ({use.path}) on cohort "{cohort.name}"', why, fix)))
+        out.append(Finding(
+            path=use.path,
+            what=f'{use.container.label} requests {name} ({use.path}) on cohort "{cohort.name}"',
+            why=why,
+            fix=fix))
     return out
 
 
@@ -97,10 +99,12 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
     cohort = facts.cohort
     if cohort is None or not facts.gpu_leaves:
         return []
-    return [Finding(RULE, f"{leaf.path}.deviceClassName", message(
-        policy, RULE, facts.subject, f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
-        f'({leaf.path}.deviceClassName) on cohort "{cohort.name}"', why,
-        f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}"))
+    return [Finding(
+        path=f"{leaf.path}.deviceClassName",
+        what=f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
+             f'({leaf.path}.deviceClassName) on cohort "{cohort.name}"',
+        why=why,
+        fix=f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}")
         for leaf, info, why in unoffered(facts.gpu_leaves, cohort, context)]
 
 
@@ -109,19 +113,23 @@ def _dra(facts: GpuFacts, cohort: Cohort, context: Context, policy: Policy) -> l
     for claim in facts.gpu_claims:
         word = "template" if claim.ref_kind == "ResourceClaimTemplate" else "ResourceClaim"
         for req, info, problem in unoffered(claim.gpu_requests, cohort, context):
-            out.append(Finding(RULE, claim.path, message(
-                policy, RULE, facts.view.subject,
-                f'claim "{claim.name}" ({claim.path}) uses {word} "{claim.ref_name}", whose request "{req.name}" '
-                f'({req.path}) asks for DeviceClass "{info.name}" on cohort "{cohort.name}"', problem,
-                f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}")))
+            out.append(Finding(
+                path=claim.path,
+                what=f'claim "{claim.name}" ({claim.path}) uses {word} "{claim.ref_name}", whose request "{req.name}" '
+                     f'({req.path}) asks for DeviceClass "{info.name}" on cohort "{cohort.name}"',
+                why=problem,
+                fix=f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}"))
     for use in facts.dra_resources:
         assert use.device_class is not None  # DRA serves it
         why = class_problem(cohort, use.device_class)
         if why:
-            out.append(Finding(RULE, use.path, message(
-                policy, RULE, facts.view.subject,
-                f'{use.container.label} requests {use.resource} ({use.path}), DeviceClass "{use.device_class.name}", '
-                f'on cohort "{cohort.name}"', why, "request a DeviceClass the cohort offers")))
+            out.append(Finding(
+                path=use.path,
+                what=f'{use.container.label} requests {use.resource} ({use.path}), DeviceClass '
+                     f'"{use.device_class.name}", '
+                     f'on cohort "{cohort.name}"',
+                why=why,
+                fix="request a DeviceClass the cohort offers"))
     return out
 
 

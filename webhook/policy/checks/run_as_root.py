@@ -5,7 +5,6 @@ from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, integer
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -50,8 +49,10 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     out = []
     for who, base, (field, what, fix) in found:
         path = f"{base}.{field}"
-        out.append(Finding(RULE, path, message(
-            policy, RULE, view.subject, f"{who} sets {what} ({path})",
-            f'workloads on GPU cohort "{cohort.name}" run as non-root (UID {security.run_as_user}) without '
-            "privilege escalation or added capabilities", fix)))
+        out.append(Finding(
+            path=path,
+            what=f"{who} sets {what} ({path})",
+            why=f'workloads on GPU cohort "{cohort.name}" run as non-root (UID {security.run_as_user}) without '
+                "privilege escalation or added capabilities",
+            fix=fix))
     return out

@@ -5,7 +5,7 @@ from webhook.objects.claims import ClaimSpec
 from webhook.policy.context import Context
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message, names
+from webhook.policy.messages import names
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -36,21 +36,24 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if cohort.mechanism == DEVICE_PLUGIN and cohort.time_slicing is None and cohort.mps is None:
         for use in facts.device_plugin:
             if use.resource.endswith(".shared"):
-                out.append(Finding(RULE, use.path, message(
-                    policy, RULE, facts.view.subject,
-                    f'{use.container.label} requests the shared resource {use.resource} ({use.path}) on cohort '
-                    f'"{cohort.name}"', "the cohort does not enable time-slicing or MPS, so no node advertises shared "
-                    "replicas and the pod never schedules", "request nvidia.com/gpu (a whole GPU)")))
+                out.append(Finding(
+                    path=use.path,
+                    what=f'{use.container.label} requests the shared resource {use.resource} ({use.path}) on cohort '
+                         f'"{cohort.name}"',
+                    why="the cohort does not enable time-slicing or MPS, so no node advertises shared "
+                        "replicas and the pod never schedules",
+                    fix="request nvidia.com/gpu (a whole GPU)"))
     elif cohort.mechanism == DRA:
         for claim in facts.gpu_claims:
             if claim.spec is None:  # a GPU claim was resolved
                 continue
             for path, strategy in claim_sharing_problems(claim.spec, cohort, policy):
-                out.append(Finding(RULE, claim.path, message(
-                    policy, RULE, facts.view.subject,
-                    f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing ({path}) on '
-                    f'cohort "{cohort.name}"', f"{strategy} is an Alpha driver feature this cohort does not enable",
-                    dra_fix(cohort))))
+                out.append(Finding(
+                    path=claim.path,
+                    what=f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing ({path}) on '
+                         f'cohort "{cohort.name}"',
+                    why=f"{strategy} is an Alpha driver feature this cohort does not enable",
+                    fix=dra_fix(cohort)))
     return out
 
 
@@ -59,7 +62,9 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
     spec, cohort = facts.claim, facts.cohort
     if spec is None or cohort is None or not facts.gpu_leaves:
         return []
-    return [Finding(RULE, path, message(
-        policy, RULE, facts.subject, f'the {facts.word} asks for {strategy} sharing ({path}) on cohort "{cohort.name}"',
-        f"{strategy} is an Alpha driver feature this cohort does not enable", dra_fix(cohort)))
+    return [Finding(
+        path=path,
+        what=f'the {facts.word} asks for {strategy} sharing ({path}) on cohort "{cohort.name}"',
+        why=f"{strategy} is an Alpha driver feature this cohort does not enable",
+        fix=dra_fix(cohort))
         for path, strategy in claim_sharing_problems(spec, cohort, policy)]

@@ -6,7 +6,6 @@ import base64
 import copy
 import datetime
 import functools
-from pathlib import Path
 
 import helm_python
 import pytest
@@ -16,7 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+
 CHART = REPO / "charts" / "gpu-admission"
 RELEASE = "gpu-admission"
 # Not the policy's default serviceNamespace ("gpu-admission"), so a chart that hard-coded it would fail.

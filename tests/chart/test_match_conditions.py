@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import FIXTURES
+from tests.support import DATA, FIXTURES, REAL_MANIFESTS, SEED
 from webhook.config import parse_policy
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.base import Lookup
@@ -18,11 +18,10 @@ from webhook.lookups.bundle import BundleResolver
 from webhook.objects import kinds
 
 from . import cel
-from .conftest import REPO, rendered_set, set_params
+from .conftest import rendered_set, set_params
 
 pytestmark = pytest.mark.slow
 
-SEED = REPO / "tests" / "data"
 NS = "ml"
 USER = {"username": "alice@example.com", "groups": ["system:authenticated"]}
 
@@ -418,9 +417,9 @@ def test_everything_the_engine_would_deny_warn_or_patch_reaches_the_webhook(valu
 
 
 def _fixture_documents() -> list[tuple[str, list[dict]]]:
-    files = sorted((FIXTURES / "real-manifests").glob("*.yaml")) + sorted((SEED / "seed").glob("*.yaml"))
+    files = sorted(REAL_MANIFESTS.glob("*.yaml")) + sorted(SEED.glob("*.yaml"))
     out = [(p.name, [d for d in yaml.safe_load_all(p.read_text()) if d]) for p in files]
-    out += [(p.name, [json.loads(p.read_text())]) for p in sorted((SEED / "pods").glob("*.json"))]
+    out += [(p.name, [json.loads(p.read_text())]) for p in sorted((DATA / "pods").glob("*.json"))]
     return out
 
 

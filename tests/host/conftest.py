@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import FIXTURES, compare_golden
+from tests.support import FIXTURES, REPO, compare_golden
 
-REPO = Path(__file__).resolve().parents[2]
 HOST_H200 = FIXTURES / "host-h200"
 SMI_H200 = FIXTURES / "nvidia-smi-h200"
 TOOLKIT = FIXTURES / "nvidia-container-toolkit"

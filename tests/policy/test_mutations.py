@@ -353,7 +353,7 @@ def test_debug_containers(old, added, patched, denied):
     answer = validate_handler(debug_review(mutated, old), policy=POLICY, resolver=BundleResolver([]))
     assert answer.allowed is not denied
     # as the apiserver sends them (defaults filled in, the token volume mounted): the same patch and verdict
-    from tests.policy.test_rules import apiserver_shaped
+    from tests.policy.builders import apiserver_shaped
     served_old, served_new = apiserver_shaped(old), apiserver_shaped(new)
     served = debug_mutate(served_new, served_old)
     assert {int(op["path"].split("/")[3]) for op in served.patch} == patched

@@ -31,7 +31,7 @@ class Container:
     mounts: Sequence[Any]  # volumeMounts
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)  # positional, as Container: one per request, and keyword calls of a class cost a dict
 class PodView:
     kind: KindInfo
     namespace: str
@@ -99,8 +99,7 @@ def view_of(obj: dict[str, Any], info: KindInfo, namespace: str) -> PodView:
                 resources if type(resources) is dict else NO_DICT, env if type(env) is list else NO_LIST,
                 env_from if type(env_from) is list else NO_LIST, security if type(security) is dict else NO_DICT,
                 mounts if type(mounts) is list else NO_LIST))
-    return PodView(kind=info, namespace=namespace, name=display_name(obj), obj=obj, spec=spec, meta=meta,
-                   prefix=prefix, containers=tuple(containers))
+    return PodView(info, namespace, display_name(obj), obj, spec, meta, prefix, tuple(containers))
 
 
 def claim_reference(entry: Mapping[str, Any]) -> tuple[str | None, str | None, bool]:

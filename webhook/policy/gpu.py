@@ -64,7 +64,7 @@ class ClaimUse:
         return tuple(c.sharing_strategy for c in self.spec.configs if c.sharing_strategy)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)  # positional, as podspec.Container: built once or twice per request, with ten fields
 class GpuFacts:
     view: PodView
     device_plugin: tuple[ResourceUse, ...]  # GPU resources served by the device plugin
@@ -191,6 +191,5 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
         # A namespace default says which cohort the namespace's GPU pods use; a pod that asks for no GPU
         # is bound for none (placing it would put CPU work on GPU nodes).
         choice = cohorts.NONE
-    return GpuFacts(view=view, device_plugin=tuple(device_plugin), dra_resources=tuple(dra), other_nvidia=tuple(other),
-                    claims=claims, choice=choice, unknown_classes=tuple(unknown), gpu_claims=gpu_claims,
-                    mechanisms=mechanisms, is_gpu=bool(mechanisms))
+    return GpuFacts(view, tuple(device_plugin), tuple(dra), tuple(other), claims, choice, tuple(unknown), gpu_claims,
+                    mechanisms, bool(mechanisms))

@@ -422,32 +422,6 @@ def _shape_pod_spec(spec: dict, *, is_pod: bool) -> None:
                     "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}})
 
 
-SECRET_LIKE = ("0,1,2,3", GPU_UUID)  # env and ConfigMap values the cases use: never part of a message
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _expected(rows, policy):
-    return sorted((rule.value, (action or policy.actions[rule]).value, path) for rule, action, path in rows)
-
-
-def _actual(ev):
-    return sorted((v.rule.value, v.action.value, v.path) for v in ev.violations)
-
-
-def _assert_readable(ev, policy):
-    subject = f'{ev.kind.lower()} "{ev.namespace + "/" if ev.namespace else ""}{ev.name}": '
-    for v in ev.violations:
-        m = v.message
-        assert not _CONTROL.search(m), f"not one line: {m!r}"
-        assert m.startswith(subject), f"message does not start by naming the object ({subject}): {m}"
-        assert m.endswith(f"[{v.rule.value}] {policy.docs_url(v.rule)}"), f"no rule id and docs link at the end: {m}"
-        assert v.path in m, f"message does not name its field path {v.path}: {m}"
-        for value in SECRET_LIKE:
-            assert value not in m, f"message repeats the value {value!r}: {m}"
-
-
 # ---------------------------------------------------------------------------------------------- tables
 
 @dataclass(frozen=True)

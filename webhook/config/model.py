@@ -159,7 +159,7 @@ class NamespaceOverride:
 
 @dataclass(frozen=True, slots=True)
 class Lookups:
-    """Which cluster lookups the webhook may make (issue: cluster awareness). All off by default."""
+    """Which cluster lookups the webhook may make. All off by default."""
 
     resource_claims: bool = False
     device_classes: bool = False
@@ -192,7 +192,7 @@ class Policy:
     exclusive_label: str = "workload.example.com/gpu-exclusive"
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)
-    # derived once from the fields above, and what the policy keeps for itself (issue 13): see __post_init__
+    # derived once from the fields above, and what the policy keeps for itself: see __post_init__
     cohort_names: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
     # nodeSelector items -> what they mean for cohort choice (webhook/policy/cohorts.py), kept per policy
     selector_readings: dict = field(init=False, repr=False, compare=False, default_factory=dict)

@@ -5,8 +5,9 @@ read it through the `# yaml-language-server: $schema=` line of the shipped defau
 
 Errors are worded as the loader words its own (`cohorts[0].mechanism: must be one of device-plugin,
 dra, not 'mig'`): from the keyword that failed, or from the schema's `x-error` (any keyword),
-`x-error-<keyword>` and `x-error-key` (the value is a mapping's key, checked by propertyNames) annotations, `x-what` naming what a pattern describes, and `x-at` reporting a
-cross-field error at the field a person would fix. Validators ignore `x-` keywords."""
+`x-error-<keyword>` and `x-error-key` (the value is a mapping's key, checked by propertyNames)
+annotations, `x-what` naming what a pattern describes, and `x-at` reporting a cross-field error at the
+field a person would fix. Validators ignore `x-` keywords."""
 from __future__ import annotations
 
 import copy
@@ -91,8 +92,8 @@ def _messages(error: jsonschema.ValidationError) -> list[tuple[list, str]]:
         return [(path + [k], "is required") for k in error.validator_value if k not in value]
     if len(error.schema_path) >= 2 and list(error.schema_path)[-2] == "propertyNames":
         # A key is the offender (propertyNames checks each key as the instance): at the key's own path.
-        text = schema.get("x-error-key") or schema.get("x-error") or (f"{value!r} is not a valid {schema['x-what']}" if "x-what" in schema
-                                         else error.message)
+        text = schema.get("x-error-key") or schema.get("x-error") or (
+            f"{value!r} is not a valid {schema['x-what']}" if "x-what" in schema else error.message)
         return [(path + [value], _format(text, value))]
     template = schema.get(f"x-error-{keyword}") or schema.get("x-error")
     at = schema.get("x-at")

@@ -81,23 +81,17 @@ def _mechanism(facts: GpuFacts, cohort: Cohort, where: str, policy: Policy, *, d
                     "DeviceClass "
                     f"and resources.claims{_other(policy, DEVICE_PLUGIN)}"))
     if dra:
-        for claim in facts.gpu_claims:
-            out.append(Finding(
-                path=claim.path,
-                what=f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for GPUs through DRA '
-                     f"but the pod is bound for {where}",
-                why=f"{that} the NVIDIA device plugin, whose GPUs DRA cannot allocate",
-                fix=f"request {cohort.gpu_resource()} in resources.limits "
-                    f"instead of the claim{_other(policy, DRA)}"))
-        for use in facts.dra_resources:
-            assert use.device_class is not None  # DRA serves it
-            out.append(Finding(
-                path=use.path,
-                what=f"{use.container.label} requests {use.resource} ({use.path}), served by DRA DeviceClass "
-                     f'"{use.device_class.name}", but the pod is bound for {where}',
-                why=f"{that} the NVIDIA device plugin, not the DRA driver",
-                fix=f"request {cohort.gpu_resource()} from the device plugin "
-                    f"instead{_other(policy, DRA)}"))
+        # the same fix for a claim and a DRA-served resource: the device plugin's resource, or a DRA cohort
+        bound, plugin, request, other = (f"but the pod is bound for {where}", f"{that} the NVIDIA device plugin",
+                                         f"request {cohort.gpu_resource()}", _other(policy, DRA))
+        out += [Finding(path=claim.path, what=f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for GPUs through '
+                        f"DRA {bound}", why=f"{plugin}, whose GPUs DRA cannot allocate",
+                        fix=f"{request} in resources.limits instead of the claim{other}")
+                for claim in facts.gpu_claims]
+        out += [Finding(path=use.path, what=f"{use.container.label} requests {use.resource} ({use.path}), served by "
+                        f'DRA DeviceClass "{use.device_class.name if use.device_class else "?"}", {bound}',
+                        why=f"{plugin}, not the DRA driver", fix=f"{request} from the device plugin instead{other}")
+                for use in facts.dra_resources]
     return out
 
 

@@ -8,7 +8,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DIST := dist
 
-.PHONY: install test e2e e2e-cluster run bench certs schema lock chart clean
+.PHONY: install test lint e2e e2e-cluster run bench certs schema docs lock chart clean
 
 # The runtime dependencies at the lock's versions first (what the image runs), then the project and
 # its test tools.
@@ -29,6 +29,12 @@ install: $(STAMP) $(CHECKOV_STAMP)
 
 test: install
 	$(BIN)/pytest
+
+# Configured in pyproject.toml: mypy (strict on webhook/policy and webhook/objects), ruff, import-linter.
+lint: $(STAMP)
+	$(BIN)/ruff check webhook tests bench tools
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # The suite through a real control plane (tests/e2e): builds kube-apiserver, kube-controller-manager, kubectl
 # and etcd from the pinned Go modules when missing (tests/e2e/.bin/, E2E_KUBERNETES=1.34|1.37), starts them
@@ -55,6 +61,11 @@ bench: $(STAMP)
 schema: $(STAMP)
 	$(BIN)/python -c 'import sys; from webhook.config.schema import main; sys.exit(main(sys.argv[1:]))' \
 		charts/gpu-admission/values.schema.json
+
+# The rules index of docs/rules/README.md, from webhook/rules.py; tests/test_rule_docs.py fails until this
+# is run after a change to a rule's entry.
+docs: $(STAMP)
+	$(BIN)/python -m tools.rule_docs docs/rules/README.md
 
 # The runtime dependencies the image installs, pinned with their hashes (Dockerfile: --require-hashes).
 # Run it after changing `dependencies` in pyproject.toml; tests/test_release.py says when it is due.

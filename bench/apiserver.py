@@ -138,7 +138,7 @@ def clear(client: Client) -> None:
     client.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        status, body = client.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?limit=1")
+        _, body = client.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?limit=1")
         if not json.loads(body)["items"]:
             return
         time.sleep(0.5)
@@ -146,7 +146,7 @@ def clear(client: Client) -> None:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                         if setup == "no-op":
                             helm.install(REPO / "charts/gpu-admission", "gpu-admission", values,
                                          namespace="gpu-admission", create_namespace=True)
-                            status, body = client.request(
+                            _, body = client.request(
                                 "GET", "/api/v1/namespaces/gpu-admission/configmaps/gpu-admission-policy")
                             (work / "policy.yaml").write_text(json.loads(body)["data"]["policy.yaml"])
                         else:

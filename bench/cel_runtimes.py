@@ -10,13 +10,13 @@ expected verdicts are Kubernetes': True, False, or an error (no such key, unknow
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
-import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from webhook.objects.selectors import _device, _semver_key, milli  # noqa: E402
+from webhook.objects.selectors import _device, _semver_key, milli
 
 ERR = "error"
 GIB = 2**30

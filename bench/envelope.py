@@ -9,7 +9,7 @@ from __future__ import annotations
 from webhook import review
 from webhook.handlers.outcome import Outcome
 
-_ALLOWED = Outcome(True)
+_ALLOWED = Outcome(allowed=True)
 
 
 def app(environ, start_response):

@@ -29,7 +29,7 @@ class Hostile:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=lambda: self._loop.run_until_complete(self._main()), daemon=True)
 
-    def __enter__(self) -> "Hostile":
+    def __enter__(self) -> Hostile:
         self._thread.start()
         self._ready.wait(10)
         return self
@@ -73,7 +73,7 @@ class Hostile:
                             await writer.drain()
                 finally:
                     self.open[kind] -= 1
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ssl.SSLError):
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, ssl.SSLError):
                 await asyncio.sleep(0.1)
             finally:
                 if writer is not None:

@@ -17,7 +17,7 @@ from tests.support import DATA
 SCHEMAS = DATA / "schemas"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sarif() -> jsonschema.Draft7Validator:
     schema = json.loads((SCHEMAS / "sarif-2.1.0-standin.schema.json").read_text(encoding="utf-8"))
     jsonschema.Draft7Validator.check_schema(schema)
@@ -34,7 +34,7 @@ def validate_sarif(log: dict) -> None:
     assert not errors, errors[:5]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _junit() -> xmlschema.XMLSchema:
     return xmlschema.XMLSchema(str(SCHEMAS / "junit-standin.xsd"))
 
@@ -73,7 +73,7 @@ CRDS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _crd(api_version: str, kind: str) -> jsonschema.Draft7Validator:
     crd = yaml.safe_load((SCHEMAS / CRDS[(api_version, kind)]).read_text(encoding="utf-8"))
     assert crd["spec"]["names"]["kind"] == kind

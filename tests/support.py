@@ -14,6 +14,9 @@ FIXTURES = DATA / "fixtures"
 REAL_MANIFESTS = FIXTURES / "real-manifests"
 API_TESTDATA = FIXTURES / "k8s-api-testdata"
 SEED = DATA / "seed"
+H200_LGIP = FIXTURES / "nvidia-smi-h200" / "mig-lgip.txt"
+GOLDEN = REPO / "tests" / "golden"
+GOLDEN_RULES = GOLDEN / "rules"  # written by the policy tests' `golden` fixture (tests/policy/conftest.py)
 
 
 def group_pids(pgid: int) -> list[int]:

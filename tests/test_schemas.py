@@ -6,7 +6,7 @@ import copy
 import datetime
 import json
 import xml.etree.ElementTree as ET
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 import xmlschema
@@ -202,7 +202,7 @@ def _reports(api) -> list[dict]:
     """Reports as the audit builds them: a namespaced one and a cluster-wide one."""
     failures = (ListFailure(RESOURCE_CLAIMS, "ai", "forbidden", 403),
                 ListFailure(DEVICE_CLASSES, None, "timeout", None))
-    reports = build_reports([], failures, now=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc), api=api)
+    reports = build_reports([], failures, now=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), api=api)
     assert len(reports) == 2
     return reports
 

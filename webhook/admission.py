@@ -90,9 +90,9 @@ class Admission:
             "event": "internal-error", "endpoint": endpoint, **_identity(request), "failure_mode": self.failure_mode,
             "error": type(exc).__name__, "where": where(exc)}})
         if self.failure_mode == "deny":
-            return Outcome(False, message=f"{_FAILED}; it was refused. Retry, or ask the cluster admins to "
+            return Outcome(allowed=False, message=f"{_FAILED}; it was refused. Retry, or ask the cluster admins to "
                                           "check the gpu-admission log")
-        return Outcome(True, warnings=(f"{_FAILED}; it was allowed without checks",))
+        return Outcome(allowed=True, warnings=(f"{_FAILED}; it was allowed without checks",))
 
     def _log_rule_errors(self, request: dict, evaluation: Evaluation) -> None:
         for e in evaluation.errors:

@@ -61,7 +61,7 @@ def create_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask
 def _export_state(metrics: Metrics, settings: Settings, admission: Admission) -> None:
     """What the registry shows of state held elsewhere: the serving certificate's expiry, the lookups'
     counters and health (a ClusterResolver's stats; none without lookups)."""
-    if settings.tls:
+    if settings.tls and settings.tls_cert is not None and settings.tls_key is not None:
         try:
             metrics.certificate_in_use(tls.reloader_for(settings.tls_cert, settings.tls_key).status.not_after)
         except (OSError, ValueError):  # not loadable: /readyz says so, and no expiry is known

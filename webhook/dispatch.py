@@ -19,7 +19,7 @@ _UNREAD = frozenset({"metadata", "status"})
 def decide(request: dict, *, mutating: bool, policy: Policy, resolver: Resolver) -> Outcome:
     reason = never_blocked(request)
     if reason:
-        return Outcome(True, reason=reason)
+        return Outcome(allowed=True, reason=reason)
     handler = handlers.mutate if mutating else handlers.validate
     return handler(request, policy=policy, resolver=resolver)
 

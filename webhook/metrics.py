@@ -7,8 +7,7 @@ scrape reports the whole pod.
 Requests are tallied in plain Python first and reach the registry at `flush()`: once a second from the
 worker's flush thread, before every exposition and when the worker exits. A prometheus-client update
 takes a lock and, in multiprocess mode, writes a memory-mapped file, three times per request (the
-counter, the histogram's sum and bucket): measured in a loaded worker, about 15 us of the request's
-CPU time, against 2-3 us for the tally."""
+counter, the histogram's sum and bucket): several times what the tally costs (bench/README.md)."""
 from __future__ import annotations
 
 import threading
@@ -87,7 +86,7 @@ class Metrics:
             "gpu_admission_lookup_objects", "Objects the kind's informer holds.", ("kind",), registry=r,
             multiprocess_mode="livemax")
         self._sources: list = []  # callables run at flush: state held elsewhere, copied into the registry
-        self._lookup_seen: dict[tuple[str, str], int] = {}  # counts already added, per (metric, kind, label)
+        self._lookup_seen: dict[tuple[str, str, str], int] = {}  # counts already added, per (metric, kind, label)
         # (endpoint, kind, result, operation, dry_run) -> [count, sum of seconds, count per latency bucket (+Inf last)]
         self._tally: dict[tuple[str, str, str, str, str], list] = {}
         self._tally_lock = threading.Lock()  # the worker's threads tally at once; flush swaps the dict

@@ -1,5 +1,5 @@
-"""YAML read with libyaml's parser where PyYAML was built with it (several times faster on large
-`helm template` output) and the same documents as the pure-Python loader: both type scalars with the
+"""YAML read with libyaml's parser where PyYAML was built with it (faster on large `helm template`
+output: bench/yaml_input.py) and the same documents as the pure-Python loader: both type scalars with the
 same Python resolver. A document that does not parse is read again by the pure-Python loader, so that
 errors, and the documents before them, are reported as they always were."""
 from __future__ import annotations

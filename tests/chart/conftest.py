@@ -6,7 +6,6 @@ import base64
 import copy
 import datetime
 import functools
-from pathlib import Path
 
 import helm_python
 import pytest
@@ -16,7 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+
 CHART = REPO / "charts" / "gpu-admission"
 RELEASE = "gpu-admission"
 # Not the policy's default serviceNamespace ("gpu-admission"), so a chart that hard-coded it would fail.
@@ -61,7 +61,7 @@ def _ca_bundle() -> str:
     """base64 of a PEM CA certificate, as a user would give certificates.caBundle."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "corp-webhook-ca")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now)
             .not_valid_after(now + datetime.timedelta(days=30))
@@ -182,7 +182,7 @@ class Rendered:
         return yaml.safe_load(self.policy_text())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_chart() -> helm_python.Chart:
     return helm_python.Chart.load(str(CHART))
 
@@ -191,7 +191,7 @@ def render_values(values: dict, *, namespace: str = NAMESPACE) -> dict[str, str]
     return load_chart().render(copy.deepcopy(values), name=RELEASE, namespace=namespace)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rendered_set(name: str) -> Rendered:
     values = VALUE_SETS[name]
     return Rendered(name, values, render_values(values))

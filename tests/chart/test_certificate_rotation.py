@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from .conftest import CHART, NAMESPACE, RELEASE, render_values
 
 pytestmark = pytest.mark.slow
-NOW = dt.datetime(2030, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2030, 6, 1, 12, 0, tzinfo=dt.UTC)
 PROBE = """{{- $out := include "gpu-admission.tlsFor" (dict "existing" .Values.existing
   "now" (toDate "2006-01-02T15:04:05Z07:00" .Values.now) "days" (int .Values.days)
   "renewBeforeDays" (int .Values.renewBeforeDays) "service" "gpu-admission" "namespace" "gpu-policy") }}
@@ -127,5 +127,5 @@ def test_the_rendered_secret_carries_the_expiry_of_its_certificate():
     secret = yaml.safe_load(render_values({})["gpu-admission/templates/certificates.yaml"])
     (served,) = _certs(secret["data"]["tls.crt"])
     recorded = dt.datetime.strptime(secret["metadata"]["annotations"]["gpu-admission.io/not-after"],
-                                    "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+                                    "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
     assert abs((served.not_valid_after_utc - recorded).total_seconds()) < 120

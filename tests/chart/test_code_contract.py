@@ -11,13 +11,14 @@ import helm_python
 import pytest
 import yaml
 
+from tests.policy.test_schema import rule_id_places
 from webhook import settings
 from webhook.config import ConfigError, parse_policy
 from webhook.config.load import DEFAULT_PATH, DEFAULT_VISIBLE_DEVICE_VARIABLES
-from webhook.server.worker import HEALTH_PATHS
 from webhook.objects import kinds
 from webhook.policy.checks import device_access_bypass
 from webhook.rules import Action, Rule
+from webhook.server.worker import HEALTH_PATHS
 
 from .conftest import CHART, CUSTOM_POLICY, NAMESPACE, RELEASE, set_params
 
@@ -78,7 +79,7 @@ def test_a_policy_the_loader_refuses_the_chart_refuses_at_render(render):
     """The loader check above is not vacuous, and the chart no longer lets such a policy through to a
     server that would refuse it at start: two cohorts selecting the same nodes fail both, naming cohorts."""
     twins = [dict(CUSTOM_POLICY["cohorts"][0], name="a"), dict(CUSTOM_POLICY["cohorts"][0], name="b")]
-    with pytest.raises(helm_python.HelmError, match="policy.cohorts: cohorts \"a\" and \"b\" select the same nodes"):
+    with pytest.raises(helm_python.HelmError, match=r"policy\.cohorts: cohorts \"a\" and \"b\" select the same nodes"):
         render({"policy": dict(CUSTOM_POLICY, cohorts=twins)})
     with pytest.raises(ConfigError, match="cohorts 'a' and 'b' select the same nodes"):
         parse_policy(yaml.safe_dump(dict(CUSTOM_POLICY, cohorts=twins)))
@@ -87,9 +88,13 @@ def test_a_policy_the_loader_refuses_the_chart_refuses_at_render(render):
 # ---------------------------------------------------------------- values.schema.json vs the code
 
 def test_schema_rule_ids_and_actions_are_the_code_s():
-    rule_actions = SCHEMA["definitions"]["ruleActions"]
-    assert rule_actions["propertyNames"]["enum"] == [r.value for r in Rule]
+    assert SCHEMA["definitions"]["ruleId"]["enum"] == [r.value for r in Rule]
     assert SCHEMA["definitions"]["action"]["enum"] == [a.value for a in Action] + [False]
+    # every rule-id field (the chart's rules:, the policy's rules: and exceptions) refers to that one list
+    enums, refs = rule_id_places(SCHEMA)
+    assert enums == ["/definitions/ruleId"]
+    assert refs == ["/definitions/ruleActions/propertyNames",
+                    "/properties/policy/properties/exceptions/items/properties/rules/items"]
 
 
 def _loader_keys() -> set[str]:
@@ -302,9 +307,9 @@ def _admission_review(operation: str = "CREATE") -> dict:
 def test_the_server_serves_the_chart_s_paths_with_the_chart_s_policy(rendered, value_set, tmp_path):
     """The app as deployed, given the rendered ConfigMap's policy.yaml: every path the chart sends the
     apiserver, the kubelet's probes and Prometheus to answers (the apiserver appends ?timeout=)."""
-    from webhook.app import create_app  # noqa: PLC0415 (the server, imported only here)
-    from webhook.lookups.base import NoLookups  # noqa: PLC0415
-    from webhook.settings import Settings  # noqa: PLC0415
+    from webhook.app import create_app
+    from webhook.lookups.base import NoLookups
+    from webhook.settings import Settings
 
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(rendered.policy_text())
@@ -337,6 +342,13 @@ def _gpu_condition(rendered) -> str:
             if condition["name"] == "skip-pods-no-rule-concerns":
                 return condition["expression"]
     raise AssertionError("no skip-pods-no-rule-concerns condition")
+
+
+def test_the_match_conditions_helper_s_variables_are_the_config_default():
+    """The helper repeats the default visibleDeviceVariables (used when the policy sets none): the same list."""
+    helper = (CHART / "templates" / "_helpers.tpl").read_text()
+    (listed,) = re.findall(r'\$variables := list ((?:"[A-Z0-9_]+" ?)+)', helper)
+    assert tuple(re.findall(r'"([A-Z0-9_]+)"', listed)) == DEFAULT_VISIBLE_DEVICE_VARIABLES
 
 
 def test_match_conditions_use_the_engine_s_lists(default_render):

@@ -10,20 +10,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import DATA, FIXTURES, REAL_MANIFESTS, SEED
 from webhook.config import parse_policy
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.base import Lookup
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects import kinds
 
-from tests.support import FIXTURES
-
 from . import cel
-from .conftest import REPO, rendered_set, set_params
+from .conftest import rendered_set, set_params
 
 pytestmark = pytest.mark.slow
 
-SEED = REPO / "tests" / "data"
 NS = "ml"
 USER = {"username": "alice@example.com", "groups": ["system:authenticated"]}
 
@@ -419,12 +417,12 @@ def test_everything_the_engine_would_deny_warn_or_patch_reaches_the_webhook(valu
 
 
 def _fixture_documents() -> list[tuple[str, list[dict]]]:
-    files = sorted((FIXTURES / "real-manifests").glob("*.yaml")) + sorted((SEED / "seed").glob("*.yaml"))
+    files = sorted(REAL_MANIFESTS.glob("*.yaml")) + sorted(SEED.glob("*.yaml"))
     out = [(p.name, [d for d in yaml.safe_load_all(p.read_text()) if d]) for p in files]
-    out += [(p.name, [json.loads(p.read_text())]) for p in sorted((SEED / "pods").glob("*.json"))]
+    out += [(p.name, [json.loads(p.read_text())]) for p in sorted((DATA / "pods").glob("*.json"))]
     # the public GPU stacks' shapes written here (NVIDIA's node agents, the operator's validators, DRA demos,
     # KAI-Scheduler, Volcano's vGPU and its own Job kind) until their real manifests come through the fixtures
-    from tests.policy.rules.test_gpu_stack_shapes import SHAPES  # noqa: PLC0415
+    from tests.policy.rules.test_gpu_stack_shapes import SHAPES
     out += [(param.id, [param.values[0], *param.values[1]]) for param in SHAPES
             if param.values[2] == "default" and param.values[0]["kind"] in kinds.BY_KIND]
     return out

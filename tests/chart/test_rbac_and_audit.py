@@ -145,7 +145,7 @@ def test_no_object_grants_more_than_reads_and_policy_reports(rendered, value_set
 @pytest.mark.parametrize("value_set", set_params("audit-cronjob"))
 def test_audit_arguments_are_the_cli_s(rendered, value_set):
     """The CronJob's command line parses with the CLI's own parser, as the options `audit --apply` needs."""
-    from webhook.cli.main import build_parser  # noqa: PLC0415
+    from webhook.cli.main import build_parser
 
     (container,) = rendered.one("CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     args = build_parser().parse_args(container["args"])

@@ -22,7 +22,7 @@ def _group(api_version: str) -> str:
     return api_version.split("/")[0] if "/" in api_version else ""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _validate(serialized: str) -> str | None:
     """kubernetes-validate --strict for one object (cached: most objects repeat across value sets)."""
     obj = json.loads(serialized)

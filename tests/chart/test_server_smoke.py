@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-
 from .conftest import rendered_set
 from .test_dockerfile import ENTRYPOINT
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import helm_python
 import pytest
 
+from webhook.rules import Rule
+
 from .conftest import render_values
 
 pytestmark = pytest.mark.slow
@@ -83,6 +85,8 @@ pytestmark = pytest.mark.slow
                  id="variable-name"),
     pytest.param({"policy": {"namespaceCohorts": {"ml": "x'y"}}}, "/policy/namespaceCohorts/ml",
                  id="namespace-cohort-quote"),
+    pytest.param({"policy": {"exceptions": [{"namespaces": ["ml"], "rules": ["double-mechanisms"]}]}},
+                 "/policy/exceptions/0/rules/0", id="unknown-rule-id-in-an-exception"),
 ])
 def test_wrong_values_are_rejected_with_an_error_that_names_them(values, named):
     with pytest.raises(helm_python.HelmValuesError) as caught:
@@ -99,6 +103,9 @@ def test_wrong_values_are_rejected_with_an_error_that_names_them(values, named):
     pytest.param({"podDisruptionBudget": {"maxUnavailable": "50%"}}, id="pdb-percentage"),
     pytest.param({"securityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None}}, id="platform-uids"),
     pytest.param({"policy": {"serviceNamespace": "anything"}}, id="service-namespace-is-ignored"),
+    pytest.param({"rules": {r.value: "warn" for r in Rule},
+                  "policy": {"exceptions": [{"namespaces": ["ml"], "rules": [r.value for r in Rule]}]}},
+                 id="every-rule-id-in-rules-and-exceptions"),
     pytest.param({"certificates": {"certManager": {"issuerRef": {"name": "corp", "kind": "ClusterIssuer"}},
                                    "mode": "certManager"}}, id="cluster-issuer"),
 ])

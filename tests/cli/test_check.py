@@ -75,7 +75,7 @@ def test_real_manifests_verdicts(capsys):
 
 def _gpu_stack_shapes():
     """Public GPU stacks' shapes written here (tests/policy/rules/test_gpu_stack_shapes.py says which each mimics)."""
-    from tests.policy.rules import test_gpu_stack_shapes as s  # noqa: PLC0415
+    from tests.policy.rules import test_gpu_stack_shapes as s
     return [s.MIG_TEMPLATE, s.VFIO_TEMPLATE, s.GPU_TEMPLATE, s.dra_pod("vfio", s.template_claim("gpu", "vfio")),
             s.dra_pod("full", s.template_claim("gpu", "gpu")), s.TIME_SLICED, s.MPS,
             s.validator("cuda-validator", s.TEAM), s.validator("cuda-validator", "gpu-operator"),

@@ -189,13 +189,13 @@ def test_findings_are_located_at_the_line_of_the_offending_field(capsys, monkeyp
                  'metadata.annotations["cdi.k8s.io/gpu"]', '{"cdi.k8s.io/gpu": "x"}}}', id="json-quoted-key"),
 ])
 def test_field_paths_map_to_lines(text, document, item, path, expected):
-    from webhook.cli.lines import LineFinder  # noqa: PLC0415
+    from webhook.cli.lines import LineFinder
     line = LineFinder(text).line(document, path, item)
     assert text.splitlines()[line - 1].strip() == expected
 
 
 def test_a_document_that_does_not_compose_has_no_line():
-    from webhook.cli.lines import LineFinder  # noqa: PLC0415
+    from webhook.cli.lines import LineFinder
     assert LineFinder("a: [\n").line(1, "a") is None
 
 
@@ -276,7 +276,7 @@ def test_exit_codes(capsys, monkeypatch, tmp_path, manifest, overlay, flags, exp
 
 
 def test_version(capsys, monkeypatch):
-    from importlib import metadata  # noqa: PLC0415
+    from importlib import metadata
     installed = metadata.version("gpu-admission")
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
@@ -331,7 +331,7 @@ def test_yaml_errors_are_the_pure_python_loader_s(text):
     pytest.param("kind: Pod\n", 1, None, id="plain-manifest"),
 ])
 def test_helm_source_of_a_document(text, document, expected):
-    from webhook.cli.lines import LineFinder  # noqa: PLC0415
+    from webhook.cli.lines import LineFinder
     assert LineFinder(text).helm_source(document) == expected
 
 
@@ -342,7 +342,7 @@ GOLDEN_CI = DATA.parent / "golden" / "ci"
 def test_golden_output(capsys, monkeypatch, tmp_path, request, output, suffix):
     """The whole output for one file (a denied, a warned and a clean pod), as a person reviews it; the
     package version is written as VERSION. `pytest --update-golden` rewrites them (read the diff)."""
-    from importlib import metadata  # noqa: PLC0415
+    from importlib import metadata
     monkeypatch.chdir(tmp_path)
     Path("pods.yaml").write_text(DENIED_POD + "---\n" + WARNED_POD + "---\n" + ALLOWED_POD.replace("override", "fine"))
     _, out, _ = run(capsys, monkeypatch, "check", "-o", output, "pods.yaml")

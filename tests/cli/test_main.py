@@ -48,7 +48,7 @@ def test_a_command_that_needs_them_still_has_them(tmp_path):
 
 
 def test_help_lists_every_command(capsys):
-    from webhook.cli.main import COMMANDS, main  # noqa: PLC0415
+    from webhook.cli.main import COMMANDS, main
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out

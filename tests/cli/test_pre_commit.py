@@ -9,10 +9,9 @@ import pytest
 import yaml
 from pre_commit.clientlib import load_manifest
 
+from tests.cli.test_ci_formats import ALLOWED_POD, DENIED_POD
 from tests.support import REPO, SEED
 from webhook.cli.main import build_parser, main
-
-from tests.cli.test_ci_formats import ALLOWED_POD, DENIED_POD
 
 
 def _hook() -> dict:

@@ -9,16 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import REAL_MANIFESTS, SEED
 from webhook.lookups.backoff import Backoff
 from webhook.lookups.informer import InformerSettings
 from webhook.lookups.kubeconfig import load_api_client
 
-from tests.support import REAL_MANIFESTS
-
 from .fakeapi import FakeApiServer, make_certificates
-
-REPO = Path(__file__).resolve().parents[2]
-SEED = REPO / "tests" / "data" / "seed"  # copied byte-for-byte from the seed chapter
 
 FAST = InformerSettings(page_size=2, list_timeout=2.0, connect_timeout=1.0, watch_seconds=30,
                         backoff=Backoff(initial=0.02, maximum=0.2, factor=2.0, jitter=0.5))

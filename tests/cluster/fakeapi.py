@@ -39,9 +39,9 @@ import ssl
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
@@ -363,7 +363,7 @@ class FakeApiServer:
         obj["kind"] = res.kind
         if old is None:
             meta["uid"] = str(uuid.uuid4())
-            meta["creationTimestamp"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            meta["creationTimestamp"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             meta["generation"] = 1
             if res.kind == "Pod":
                 _shape_pod(obj)
@@ -741,7 +741,7 @@ class Certificates:
 
 def make_certificates(directory) -> Certificates:
     """A CA and a serving certificate for 127.0.0.1 (EC keys: fast to generate)."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-apiserver-ca")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())

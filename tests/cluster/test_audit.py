@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.schemas import crd_errors, validate_junit, validate_sarif
 from webhook.audit.listing import AUDITED, list_cluster
 from webhook.audit.progress import Progress
 from webhook.cli.main import main
 from webhook.config.load import DEFAULT_PATH
 from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
-
-from tests.schemas import crd_errors, validate_junit, validate_sarif
 
 from .conftest import REAL_MANIFESTS, SEED
 
@@ -123,7 +122,7 @@ def test_api_errors_are_reported_per_kind_and_the_rest_goes_on(cluster, audit):
     assert errors["CronJob"] == "the API server does not serve this resource"
     assert errors["Deployment"] == "API timeout after 0.3s"
     assert set(errors) == {"Job", "CronJob", "Deployment"}
-    for kind, reason in errors.items():
+    for reason in errors.values():
         assert reason in err
     assert {r["kind"] for r in results if "error" not in r} >= {"Pod", "ResourceClaimTemplate", "DeviceClass"}
 
@@ -399,7 +398,7 @@ def test_openreports_apply_creates_updates_and_prunes(cluster, audit):
 
 def test_a_report_the_crd_refuses_is_a_failed_write(cluster, audit, monkeypatch):
     """The fake apiserver's CRD validation is not vacuous: a severity outside the CRD's enum is refused."""
-    from webhook.audit import policyreport  # noqa: PLC0415
+    from webhook.audit import policyreport
     monkeypatch.setitem(policyreport._SEVERITY, Action.ENFORCE, "severe")
     rc, _, err = audit("-o", "openreports", "--apply")
     assert rc == 2

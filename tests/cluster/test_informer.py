@@ -1,6 +1,7 @@
 """The list+watch cache against the fake apiserver, through the real kubernetes client."""
 from __future__ import annotations
 
+import itertools
 import random
 import time
 
@@ -109,7 +110,7 @@ def test_list_errors_back_off_exponentially_then_sync(fake_api, informer):
     inf = informer()
     assert inf.synced.wait(5)
     starts = [c.at for c in fake_api.calls_to("deviceclasses", "list")]
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert len(gaps) >= 4
     for attempt, gap in enumerate(gaps[:4]):
         assert gap >= FAST.backoff.initial * FAST.backoff.factor ** attempt

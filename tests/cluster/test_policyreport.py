@@ -9,11 +9,11 @@ from webhook.audit import policyreport
 from webhook.audit.evaluate import Audited
 from webhook.audit.listing import ListFailure
 from webhook.audit.policyreport import build_reports, object_results
-from webhook.lookups.resources import ApiResource, DEVICE_CLASSES
+from webhook.lookups.resources import DEVICE_CLASSES, ApiResource
 from webhook.policy.results import Evaluation, RuleError, Violation
 from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
 
-NOW = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
+NOW = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.UTC)
 TS = {"seconds": int(NOW.timestamp()), "nanos": 0}
 PODS = ApiResource("", "v1", "pods", "Pod", True)
 JOBS = ApiResource("batch", "v1", "jobs", "Job", True)
@@ -21,7 +21,7 @@ JOBS = ApiResource("batch", "v1", "jobs", "Job", True)
 
 def audited(name: str, namespace: str = "ml", resource: ApiResource = PODS, **evaluation) -> Audited:
     obj = {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"}}
-    return Audited(resource, obj, Evaluation(resource.kind, namespace, name, **evaluation))
+    return Audited(resource, obj, Evaluation(kind=resource.kind, namespace=namespace, name=name, **evaluation))
 
 
 def _violation(rule: Rule, action: Action) -> Violation:
@@ -56,7 +56,7 @@ def test_each_evaluation_becomes_results(evaluation, expected):
 def test_reports_split_by_namespace_with_cluster_scope_last():
     items = [audited("a", "ml"), audited("b", "research", JOBS),
              Audited(DEVICE_CLASSES, {"metadata": {"name": "gpu.nvidia.com", "uid": "u"}},
-                     Evaluation("DeviceClass", "", "gpu.nvidia.com"))]
+                     Evaluation(kind="DeviceClass", namespace="", name="gpu.nvidia.com"))]
     failures = (ListFailure(JOBS, None, "forbidden", 403), ListFailure(PODS, "research", "API timeout after 1s", None))
     reports = build_reports(items, failures, now=NOW)
     assert [(r["kind"], r["metadata"].get("namespace")) for r in reports] == [

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import json
-import os
 import shutil
 import signal
 import socket
@@ -34,7 +33,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 if __package__ in (None, ""):  # run as a script: the repository root on the path, as pytest has it
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.e2e import build  # noqa: E402
+from tests.e2e import build
 
 SERVICE_CIDR = "10.0.0.0/24"  # allocates Service IPs only: nothing here routes to them
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -85,7 +84,7 @@ def free_port() -> int:
 # ------------------------------------------------------------------------------------------ certificates
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5)
+    return dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -103,7 +102,7 @@ class _Authority:
     cert: x509.Certificate
 
     @classmethod
-    def new(cls, name: str) -> "_Authority":
+    def new(cls, name: str) -> _Authority:
         key = ec.generate_private_key(ec.SECP256R1())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
         cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
@@ -203,7 +202,7 @@ class Cluster:
 
     # -------------------------------------------------------------------------------------------- start
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         build.ensure(self.chain)
         self.root.mkdir(parents=True, exist_ok=True)
         for sub in ("bin", "logs", "pki"):
@@ -370,7 +369,7 @@ class Cluster:
             proc.kill()
             proc.wait()
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self.start()
 
     def __exit__(self, *exc) -> None:

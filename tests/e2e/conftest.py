@@ -10,11 +10,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import ssl
 import subprocess
 import sys
 import time
 import urllib.request
-import ssl
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,7 +140,7 @@ class Webhook:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
-    def start(self) -> "Webhook":
+    def start(self) -> Webhook:
         if self.proc is not None and self.proc.poll() is None:
             return self
         env = dict(os.environ)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import wait_for
 from tests.e2e.test_kubectl import gpu_pod
 
 pytestmark = pytest.mark.e2e

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
+from tests.e2e import cluster as clusterlib
 from tests.e2e.conftest import wait_for
 from tests.e2e.test_kubectl import gpu_pod
-from tests.e2e import cluster as clusterlib
 
 pytestmark = pytest.mark.e2e
 

@@ -3,14 +3,12 @@ warnings compared with golden files, and the Pod as the apiserver stored it afte
 from __future__ import annotations
 
 import copy
-import json
 import subprocess
-import sys
 
 import pytest
 import yaml
 
-from tests.e2e.conftest import CLI, REPO, wait_for
+from tests.e2e.conftest import CLI, REPO
 
 pytestmark = pytest.mark.e2e
 
@@ -93,7 +91,7 @@ def assert_contains(actual, expected, path: str) -> None:
             assert_contains(actual[key], value, f"{path}.{key}")
     elif isinstance(expected, list):
         assert isinstance(actual, list), f"{path}: {actual!r}"
-        for i, item in enumerate(expected):
+        for item in expected:
             if isinstance(item, dict) and "name" in item:
                 match = [a for a in actual if isinstance(a, dict) and a.get("name") == item["name"]]
                 assert match, f"{path}: no item named {item['name']!r}"

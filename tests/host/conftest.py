@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import DATA, FIXTURES, compare_golden
+from tests.support import DATA, FIXTURES, REPO, compare_golden
 
-REPO = Path(__file__).resolve().parents[2]
 HOST_H200 = FIXTURES / "host-h200"
 SMI_H200 = FIXTURES / "nvidia-smi-h200"
 # Stand-ins written here for a host the NVIDIA Container Toolkit configured (tests/data/host/README.md).

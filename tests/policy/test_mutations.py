@@ -168,7 +168,7 @@ def _real_pods():
             yield pytest.param(doc, docs, id=f"{meta.get('namespace', 'default')}-{meta.get('name') or meta['generateName']}")
     # the public GPU stacks' pod shapes written here (tests/policy/rules/test_gpu_stack_shapes.py), the refused
     # ones among them: the validator's, the VFIO and time-sliced DRA pods, KAI's and Volcano's with overrides
-    from tests.policy.rules.test_gpu_stack_shapes import SHAPES  # noqa: PLC0415
+    from tests.policy.rules.test_gpu_stack_shapes import SHAPES
     for param in SHAPES:
         obj, shape_docs, policy, verdict, _ = param.values
         if obj["kind"] == "Pod" and policy == "default" and not isinstance(verdict, str):
@@ -292,7 +292,8 @@ def test_dry_run_reports_mutations_in_order_and_patches_nothing():
 
 # ---- debug containers: UPDATE of pods/ephemeralcontainers (kubectl debug) ---------------------------------
 
-from webhook.handlers import mutate as mutate_handler, validate as validate_handler  # noqa: E402
+from webhook.handlers import mutate as mutate_handler  # noqa: E402
+from webhook.handlers import validate as validate_handler  # noqa: E402
 
 CUDA_DEBUG = {"name": "debugger-x7k2p", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
               "stdin": True, "tty": True, "targetContainerName": "main"}
@@ -365,7 +366,7 @@ def test_debug_containers(old, added, patched, denied):
     answer = validate_handler(debug_review(mutated, old), policy=POLICY, resolver=BundleResolver([]))
     assert answer.allowed is not denied
     # as the apiserver sends them (defaults filled in, the token volume mounted): the same patch and verdict
-    from tests.policy.test_rules import apiserver_shaped
+    from tests.policy.builders import apiserver_shaped
     served_old, served_new = apiserver_shaped(old), apiserver_shaped(new)
     served = debug_mutate(served_new, served_old)
     assert {int(op["path"].split("/")[3]) for op in served.patch} == patched

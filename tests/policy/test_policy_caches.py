@@ -10,6 +10,7 @@ from webhook.config.load import DEFAULT_PATH
 from webhook.policy import context, engine
 from webhook.rules import Action, Rule
 
+
 def _policy(action: str):
     text = DEFAULT_PATH.read_text()
     assert "namespaceOverrides: []" in text

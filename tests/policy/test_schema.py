@@ -14,7 +14,14 @@ from tests.support import REPO
 from webhook.config import ConfigError, parse_policy
 from webhook.config.load import DEFAULT_PATH
 from webhook.config.mig import MIG_PROFILE_TABLES
-from webhook.config.schema import SCHEMA_PATH, SCHEMA_URL, chart_values_schema, policy_schema, schema_errors
+from webhook.config.schema import (
+    SCHEMA_PATH,
+    SCHEMA_URL,
+    chart_values_schema,
+    policy_schema,
+    rule_id_schema,
+    schema_errors,
+)
 from webhook.rules import Action, Rule
 
 CHART = REPO / "charts" / "gpu-admission"
@@ -44,13 +51,37 @@ def test_editors_find_the_schema_from_the_shipped_default():
     assert SCHEMA_URL.endswith("/main/" + SCHEMA_PATH.relative_to(REPO).as_posix())
 
 
+def _nodes(node, path=""):
+    yield path, node
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _nodes(v, f"{path}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _nodes(v, f"{path}/{i}")
+
+
+def rule_id_places(schema: dict) -> tuple[list[str], list[str]]:
+    """(paths of enums that hold a rule id, paths of the references to the one rule-id definition)."""
+    ids = {r.value for r in Rule}
+    enums = [p for p, n in _nodes(schema) if isinstance(n, dict) and ids & set(map(str, n.get("enum") or ()))]
+    refs = [p for p, n in _nodes(schema) if isinstance(n, dict) and n.get("$ref") == "#/definitions/ruleId"]
+    return enums, refs
+
+
 def test_enums_are_the_code_s():
     definitions = policy_schema()["definitions"]
-    assert definitions["ruleActions"]["propertyNames"]["enum"] == [r.value for r in Rule]
+    assert definitions["ruleId"] == rule_id_schema()  # `make schema` writes it from webhook/rules.py
+    assert definitions["ruleId"]["enum"] == [r.value for r in Rule]
     assert definitions["action"]["enum"] == [a.value for a in Action] + [False]
     assert definitions["cohort"]["properties"]["mig"]["properties"]["model"]["enum"] == sorted(MIG_PROFILE_TABLES)
-    exception_rules = policy_schema()["properties"]["exceptions"]["items"]["properties"]["rules"]["items"]["enum"]
-    assert exception_rules == [r.value for r in Rule]
+
+
+def test_every_rule_id_field_refers_to_the_one_list():
+    enums, refs = rule_id_places(policy_schema())
+    assert enums == ["/definitions/ruleId"]
+    assert refs == ["/properties/exceptions/items/properties/rules/items",
+                    "/definitions/ruleActions/propertyNames"]
 
 
 def _cohorts(*cohorts: dict) -> dict:

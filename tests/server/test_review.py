@@ -25,21 +25,21 @@ PATCH = ({"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"},)
 
 
 @pytest.mark.parametrize(("outcome", "mutating", "expected"), [
-    pytest.param(Outcome(True), False, {"uid": REQUEST["uid"], "allowed": True}, id="allowed"),
-    pytest.param(Outcome(True, patch=PATCH), False, {"uid": REQUEST["uid"], "allowed": True},
+    pytest.param(Outcome(allowed=True), False, {"uid": REQUEST["uid"], "allowed": True}, id="allowed"),
+    pytest.param(Outcome(allowed=True, patch=PATCH), False, {"uid": REQUEST["uid"], "allowed": True},
                  id="validate-never-patches"),
-    pytest.param(Outcome(True, patch=PATCH), True, {
+    pytest.param(Outcome(allowed=True, patch=PATCH), True, {
         "uid": REQUEST["uid"], "allowed": True, "patchType": "JSONPatch",
         "patch": base64.b64encode(json.dumps(list(PATCH), separators=(",", ":")).encode()).decode()}, id="mutate-patch"),
-    pytest.param(Outcome(True, patch=()), True, {"uid": REQUEST["uid"], "allowed": True}, id="empty-patch-omitted"),
-    pytest.param(Outcome(False, message="no [double-mechanism]", patch=PATCH), True, {
+    pytest.param(Outcome(allowed=True, patch=()), True, {"uid": REQUEST["uid"], "allowed": True}, id="empty-patch-omitted"),
+    pytest.param(Outcome(allowed=False, message="no [double-mechanism]", patch=PATCH), True, {
         "uid": REQUEST["uid"], "allowed": False,
         "status": {"code": 403, "reason": "Forbidden", "message": "no [double-mechanism]"}}, id="denial-carries-no-patch"),
-    pytest.param(Outcome(False, message=""), False, {
+    pytest.param(Outcome(allowed=False, message=""), False, {
         "uid": REQUEST["uid"], "allowed": False,
         "status": {"code": 403, "reason": "Forbidden", "message": "denied by the gpu-admission policy"}},
         id="denial-never-without-explanation"),
-    pytest.param(Outcome(True, warnings=("w1",), audit_annotations=MappingProxyType({"double-mechanism": "x"})), False, {
+    pytest.param(Outcome(allowed=True, warnings=("w1",), audit_annotations=MappingProxyType({"double-mechanism": "x"})), False, {
         "uid": REQUEST["uid"], "allowed": True, "warnings": ["w1"], "auditAnnotations": {"double-mechanism": "x"}},
         id="warnings-and-annotations"),
 ])
@@ -50,13 +50,13 @@ def test_response_shape(outcome, mutating, expected):
 
 
 def test_internal_error_denial_keeps_its_code():
-    body = review.response("u", Outcome(False, message="broken"), mutating=False, code=500)
+    body = review.response("u", Outcome(allowed=False, message="broken"), mutating=False, code=500)
     assert body["response"]["status"] == {"code": 500, "reason": "InternalError", "message": "broken"}
 
 
 def test_denial_message_keeps_one_line_per_violation():
     lines = [f'pod "ml/p": container "c{i}" sets CUDA_VISIBLE_DEVICES [visible-devices-override] https://x' for i in range(3)]
-    outcome = Outcome(False, message="\n".join(lines))
+    outcome = Outcome(allowed=False, message="\n".join(lines))
     assert answer(outcome, mutating=False).message.split("\n") == lines
 
 
@@ -107,7 +107,7 @@ def test_warnings_fit_the_apiserver_budget(warnings, kept, note):
         assert out[-1].startswith(f"gpu-admission: {len(warnings) - shown} {note}")
         assert out[:-1] == [review.one_line(w) for w in warnings[:shown]]
         assert shown > 0
-    answer(Outcome(True, warnings=tuple(warnings)), mutating=False)
+    answer(Outcome(allowed=True, warnings=tuple(warnings)), mutating=False)
 
 
 @pytest.mark.parametrize(("key", "expected"), [
@@ -126,7 +126,7 @@ def test_annotation_keys_are_qualified_names(key, expected):
 def test_annotation_keys_that_collide_keep_both_values():
     out = review.audit_annotations({"a/b": "1", "a-b": "2", "a b": "3", "": "dropped"})
     assert out == {"a-b": "1", "a-b-2": "2", "a-b-3": "3"}
-    answer(Outcome(True, audit_annotations=MappingProxyType({"a/b": "1", "a-b": "2", "x" * 70: "3"})), mutating=False)
+    answer(Outcome(allowed=True, audit_annotations=MappingProxyType({"a/b": "1", "a-b": "2", "x" * 70: "3"})), mutating=False)
 
 
 @pytest.mark.parametrize(("body", "field"), [

@@ -2,8 +2,8 @@
 ones. A kind that cannot be listed (403, not served, timeout) is recorded and the others go on."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from kubernetes.client import ApiClient
 

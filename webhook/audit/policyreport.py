@@ -12,13 +12,17 @@ from __future__ import annotations
 import datetime
 import json
 from collections import defaultdict
-
 from dataclasses import dataclass
 
 from webhook.audit.evaluate import Audited
 from webhook.audit.listing import ListFailure
-from webhook.lookups.resources import CLUSTER_POLICY_REPORTS, OPEN_CLUSTER_REPORTS, OPEN_REPORTS, POLICY_REPORTS, \
-    ApiResource
+from webhook.lookups.resources import (
+    CLUSTER_POLICY_REPORTS,
+    OPEN_CLUSTER_REPORTS,
+    OPEN_REPORTS,
+    POLICY_REPORTS,
+    ApiResource,
+)
 from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
 
 POLICY = "gpu-admission"

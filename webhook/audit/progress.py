@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 from webhook.lookups.resources import ApiResource
 

@@ -29,7 +29,7 @@ def render_table(audited: list[Audited], failures: tuple[ListFailure, ...]) -> s
     rows = _rows(audited)
     if rows:
         shown = []
-        previous = (None, None)
+        previous: tuple[str | None, str | None] = (None, None)
         for _, rule, namespace, mark, subject, path in rows:
             # A group's rule and namespace are written on its first row only.
             cells = (rule if rule != previous[0] else "",

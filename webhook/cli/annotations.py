@@ -4,7 +4,7 @@ toolkit (@actions/core `issueCommand`) does: `%`, CR and LF in the message; also
 property values."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from webhook.cli.subjects import Subject, level
 

@@ -13,8 +13,15 @@ from webhook.audit.listing import ListFailure, list_cluster
 from webhook.audit.policyreport import OPENREPORTS, WGPOLICY, build_reports
 from webhook.audit.progress import Progress
 from webhook.audit.table import render_table
-from webhook.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_ci_options, add_policy_options, \
-    load_policy_or_exit, write_ci_output
+from webhook.cli.common import (
+    EXIT_DENIED,
+    EXIT_ERROR,
+    EXIT_OK,
+    add_ci_options,
+    add_policy_options,
+    load_policy_or_exit,
+    write_ci_output,
+)
 from webhook.cli.report import result_dict
 from webhook.cli.subjects import Subject, warned
 from webhook.lookups.apiserver import ApiError
@@ -93,7 +100,7 @@ def _policy_reports(args, client, audited, listing, namespaces) -> bool:
             _error(f"owner ValidatingWebhookConfiguration {args.owner_webhook!r}: {err.describe()}")
             return False
     api = OPENREPORTS if args.output == "openreports" else WGPOLICY
-    reports = build_reports(audited, listing.failures, now=datetime.datetime.now(datetime.timezone.utc), owner=owner,
+    reports = build_reports(audited, listing.failures, now=datetime.datetime.now(datetime.UTC), owner=owner,
                             api=api)
     if not args.apply:
         sys.stdout.write(yaml.safe_dump_all(reports, sort_keys=False, allow_unicode=True))

@@ -5,8 +5,17 @@ import json
 import sys
 from pathlib import Path
 
-from webhook.cli.common import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_ci_options, add_input_options, \
-    evaluate_inputs, handled, policy_and_inputs, write_ci_output
+from webhook.cli.common import (
+    EXIT_DENIED,
+    EXIT_ERROR,
+    EXIT_OK,
+    add_ci_options,
+    add_input_options,
+    evaluate_inputs,
+    handled,
+    policy_and_inputs,
+    write_ci_output,
+)
 from webhook.cli.lines import LineFinder
 from webhook.cli.report import result_dict, summary, text_block
 from webhook.cli.subjects import Subject, warned

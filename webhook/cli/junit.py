@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from webhook.cli.subjects import Subject
 from webhook.rules import Action

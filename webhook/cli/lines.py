@@ -35,12 +35,13 @@ class LineFinder:
     def helm_source(self, document: int) -> str | None:
         """The template a document of `helm template` output came from (its `# Source:` comment)."""
         trees = self._trees()
-        if not 0 < document <= len(trees) or trees[document - 1] is None:
+        tree = trees[document - 1] if 0 < document <= len(trees) else None
+        if tree is None:
             return None
         lines = self._text.splitlines()
         # Back over the comments, blank lines and separators before the document (an empty document
         # between two separators included), to the nearest `# Source:`.
-        for number in range(trees[document - 1].start_mark.line - 1, -1, -1):
+        for number in range(tree.start_mark.line - 1, -1, -1):
             text = lines[number]
             m = _HELM_SOURCE.match(text)
             if m:

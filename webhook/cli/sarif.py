@@ -4,9 +4,9 @@ its manifest file and, where the document could be mapped, the line of the offen
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
-from typing import Iterable
 
 from webhook.cli.subjects import Subject, default_level, level
 from webhook.config.model import Policy

@@ -2,8 +2,8 @@
 it came from, and the level each finding has in those formats."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from webhook.policy.results import Evaluation, Violation
 from webhook.rules import DEFAULT_ACTIONS, Action, Rule

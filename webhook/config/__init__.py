@@ -2,4 +2,4 @@
 from webhook.config.load import ConfigError, default_policy, load_layers, load_policy, parse_policy
 from webhook.config.model import Cohort, Policy
 
-__all__ = ["ConfigError", "Cohort", "Policy", "default_policy", "load_layers", "load_policy", "parse_policy"]
+__all__ = ["Cohort", "ConfigError", "Policy", "default_policy", "load_layers", "load_policy", "parse_policy"]

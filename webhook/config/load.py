@@ -2,18 +2,16 @@
 error is refused whole (never half-loaded)."""
 from __future__ import annotations
 
-import fnmatch
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import yaml
 
 from webhook import yamlread
 from webhook.config.mig import MIG_PROFILE_TABLES, PROFILE_NAME
-from webhook.config.overlay import SetError, apply_set, overlay_policy
-from webhook.config.schema import schema_errors
 from webhook.config.model import (
     DEVICE_PLUGIN,
     DRA,
@@ -29,6 +27,8 @@ from webhook.config.model import (
     Sharing,
     Toleration,
 )
+from webhook.config.overlay import SetError, apply_set, overlay_policy
+from webhook.config.schema import schema_errors
 from webhook.rules import DEFAULT_ACTIONS, Action, Rule
 
 DEFAULT_PATH = Path(__file__).with_name("default.yaml")
@@ -388,8 +388,6 @@ def _exception(data: Any, path: str, errors: list[str]) -> Exception_ | None:
     if not any((exc.namespaces, exc.names, exc.service_accounts, exc.users, exc.groups, exc.scheduler_names)):
         f.error("", "must select something (namespaces, names, serviceAccounts, users, groups or schedulerNames); "
                 "an exception for everything is `rules: {<id>: off}`")
-    for pattern in exc.names:
-        fnmatch.translate(pattern)  # never raises; patterns are plain globs
     return exc if rules else None
 
 
@@ -415,7 +413,7 @@ def _location(error: str) -> str:
 def _related(a: str, b: str) -> bool:
     """One field path is the other or inside it (`cohorts[0]` and `cohorts[0].mig`)."""
     short, long = sorted((a, b), key=len)
-    return long == short or long.startswith(short) and long[len(short)] in ".["
+    return long == short or (long.startswith(short) and long[len(short)] in ".[")
 
 
 def build_policy(data: Any, source: str = "policy") -> Policy:

@@ -1,9 +1,10 @@
 """The policy configuration as frozen values. Built only by `webhook.config.load`."""
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from webhook.objects.selectors import NON_GPU_DEVICE_TYPES, ClassSelectors
 from webhook.rules import Action, Rule
@@ -158,7 +159,7 @@ class NamespaceOverride:
 
 @dataclass(frozen=True, slots=True)
 class Lookups:
-    """Which cluster lookups the webhook may make (issue: cluster awareness). All off by default."""
+    """Which cluster lookups the webhook may make. All off by default."""
 
     resource_claims: bool = False
     device_classes: bool = False
@@ -191,7 +192,7 @@ class Policy:
     exclusive_label: str = "workload.example.com/gpu-exclusive"
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)
-    # derived once from the fields above, and what the policy keeps for itself (issue 13): see __post_init__
+    # derived once from the fields above, and what the policy keeps for itself: see __post_init__
     cohort_names: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
     # nodeSelector items -> what they mean for cohort choice (webhook/policy/cohorts.py), kept per policy
     selector_readings: dict = field(init=False, repr=False, compare=False, default_factory=dict)

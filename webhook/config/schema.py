@@ -4,9 +4,10 @@ its semantic checks, the Helm chart's values.schema.json embeds it for `policy:`
 read it through the `# yaml-language-server: $schema=` line of the shipped default.
 
 Errors are worded as the loader words its own (`cohorts[0].mechanism: must be one of device-plugin,
-dra, not 'mig'`): from the keyword that failed, or from the schema's `x-error` (any keyword) and
-`x-error-<keyword>` annotations, `x-what` naming what a pattern describes, and `x-at` reporting a
-cross-field error at the field a person would fix. Validators ignore `x-` keywords."""
+dra, not 'mig'`): from the keyword that failed, or from the schema's `x-error` (any keyword),
+`x-error-<keyword>` and `x-error-key` (the value is a mapping's key, checked by propertyNames)
+annotations, `x-what` naming what a pattern describes, and `x-at` reporting a cross-field error at the
+field a person would fix. Validators ignore `x-` keywords."""
 from __future__ import annotations
 
 import copy
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+
+from webhook.rules import Rule
 
 SCHEMA_PATH = Path(__file__).with_name("policy.schema.json")
 SCHEMA_URL = "https://raw.githubusercontent.com/gpu-admission/gpu-admission/main/webhook/config/policy.schema.json"
@@ -89,8 +92,8 @@ def _messages(error: jsonschema.ValidationError) -> list[tuple[list, str]]:
         return [(path + [k], "is required") for k in error.validator_value if k not in value]
     if len(error.schema_path) >= 2 and list(error.schema_path)[-2] == "propertyNames":
         # A key is the offender (propertyNames checks each key as the instance): at the key's own path.
-        text = schema.get("x-error") or (f"{value!r} is not a valid {schema['x-what']}" if "x-what" in schema
-                                         else error.message)
+        text = schema.get("x-error-key") or schema.get("x-error") or (
+            f"{value!r} is not a valid {schema['x-what']}" if "x-what" in schema else error.message)
         return [(path + [value], _format(text, value))]
     template = schema.get(f"x-error-{keyword}") or schema.get("x-error")
     at = schema.get("x-at")
@@ -148,9 +151,23 @@ def chart_values_schema(values_schema: dict) -> dict:
     return out
 
 
+def rule_id_schema() -> dict[str, Any]:
+    """The schema's one list of rule ids (`definitions.ruleId`, which every rule-id field refers to), from
+    webhook/rules.py."""
+    ids = [r.value for r in Rule]
+    return {"description": "a rule id (webhook/rules.py; written by make schema)", "enum": ids,
+            "x-error": "unknown rule {value!r}", "x-error-key": f"unknown rule; rules are {', '.join(ids)}"}
+
+
 def main(argv: list[str]) -> int:
-    """Rewrite the chart's values.schema.json (the path given) with this schema embedded."""
+    """Rewrite the policy schema's rule ids from webhook/rules.py, and the chart's values.schema.json (the
+    path given) with this schema embedded."""
     (path,) = argv
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    if schema["definitions"].get("ruleId") != rule_id_schema():
+        schema["definitions"]["ruleId"] = rule_id_schema()
+        SCHEMA_PATH.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        policy_schema.cache_clear()
     target = Path(path)
     current = json.loads(target.read_text(encoding="utf-8"))
     target.write_text(json.dumps(chart_values_schema(current), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

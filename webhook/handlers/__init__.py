@@ -26,7 +26,7 @@ MAX_ANNOTATED_PER_RULE = 8  # an audit annotation's value holds 4 KiB (webhook/r
 def _evaluate(request: dict, policy: Policy, resolver: Resolver, *, validating: bool) -> Evaluation | Outcome:
     obj = request.get("object")
     if type(obj) is not dict:
-        return Outcome(True, reason="the request carries no object to evaluate")
+        return Outcome(allowed=True, reason="the request carries no object to evaluate")
     return evaluate_object(
         obj, policy=policy, resolver=resolver, operation=as_str(request.get("operation")) or "CREATE",
         namespace=as_str(request.get("namespace")), user_info=as_dict(request.get("userInfo")),
@@ -40,9 +40,9 @@ def validate(request: dict, *, policy: Policy, resolver: Resolver) -> Outcome:
     if isinstance(ev, Outcome):
         return ev
     if ev.skipped:
-        return Outcome(True, evaluation=ev, reason=ev.skipped)
+        return Outcome(allowed=True, evaluation=ev, reason=ev.skipped)
     if not ev.violations and not ev.errors:  # most requests: nothing to say
-        return Outcome(True, evaluation=ev)
+        return Outcome(allowed=True, evaluation=ev)
     denials = _bounded((v.rule, v.message) for v in ev.denials)
     # The exception's text could quote the object: only its type goes to the user (the log has the rule).
     denials += [f"gpu-admission: rule {e.rule.value} failed internally ({e.error.split(':', 1)[0]}) and its onError is "
@@ -61,10 +61,10 @@ def mutate(request: dict, *, policy: Policy, resolver: Resolver) -> Outcome:
     if isinstance(ev, Outcome):
         return ev
     if ev.skipped:
-        return Outcome(True, evaluation=ev, reason=ev.skipped)
+        return Outcome(allowed=True, evaluation=ev, reason=ev.skipped)
     if not ev.violations and not ev.errors:
-        return Outcome(True, patch=ev.patch, evaluation=ev)
-    return Outcome(True, warnings=_bounded_warnings(ev), audit_annotations=_annotations(ev), patch=ev.patch,
+        return Outcome(allowed=True, patch=ev.patch, evaluation=ev)
+    return Outcome(allowed=True, warnings=_bounded_warnings(ev), audit_annotations=_annotations(ev), patch=ev.patch,
                    evaluation=ev)
 
 

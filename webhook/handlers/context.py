@@ -3,8 +3,8 @@ namespace, their DeviceClasses, DeviceClasses serving extended resources, the na
 key names of envFrom sources. Asks only what the object needs, so a plain pod costs almost nothing."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 from webhook.config.model import Policy
 from webhook.lookups.base import Resolver
@@ -71,12 +71,12 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     for name in sorted(class_names):
         found = resolver.device_class(name)
         if found.found and type(found.value) is dict:
-            info = device_class_info(found.value, policy, policy.device_classes.get(name))
-            if info.unknown:
+            read = device_class_info(found.value, policy, policy.device_classes.get(name))
+            if read.unknown:
                 classes.pop(name, None)
-                misses[name] = info.unknown
+                misses[name] = read.unknown
             else:
-                classes[name] = info
+                classes[name] = read
                 misses.pop(name, None)
         elif name not in classes:
             misses[name] = found.reason

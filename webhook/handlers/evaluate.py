@@ -1,7 +1,7 @@
 """One object through the engine, as the CLI, the audit and both webhooks see it."""
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from webhook.config.model import Policy
 from webhook.handlers.context import build_context
@@ -22,8 +22,8 @@ def evaluate_object(obj: dict, *, policy: Policy, resolver: Resolver, operation:
     kind = as_str(obj.get("kind")) or kind or ""
     foreign = foreign_kind(obj, kind)
     if foreign:
-        return Evaluation(kind, as_str(as_dict(obj.get("metadata")).get("namespace")) or namespace or "",
-                          display_name(obj), skipped=foreign)
+        return Evaluation(kind=kind, namespace=as_str(as_dict(obj.get("metadata")).get("namespace")) or namespace or "",
+                          name=display_name(obj), skipped=foreign)
     namespace = object_namespace(obj, kind, namespace or "")
     skipped = exempt(obj, kind, namespace, policy)
     if skipped is not None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import urllib3
 from kubernetes.client import ApiClient

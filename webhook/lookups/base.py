@@ -17,11 +17,11 @@ class Lookup:
     reason: str = ""  # when not found: "not found", "lookups of resourceclaims are off", "API timeout after 0.5s"
 
     @staticmethod
-    def hit(value: Any) -> "Lookup":
+    def hit(value: Any) -> Lookup:
         return Lookup(True, value)
 
     @staticmethod
-    def miss(reason: str) -> "Lookup":
+    def miss(reason: str) -> Lookup:
         return Lookup(False, None, reason)
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kubernetes.client import ApiClient
 
@@ -155,7 +156,7 @@ class ClusterResolver:
         if self._owns_client:
             self._api.close()
 
-    def __enter__(self) -> "ClusterResolver":
+    def __enter__(self) -> ClusterResolver:
         return self
 
     def __exit__(self, *exc) -> None:

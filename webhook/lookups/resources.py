@@ -36,7 +36,7 @@ class ApiResource:
         return f"{base}/{quote(name, safe='')}" if name else base
 
     @staticmethod
-    def of(info: KindInfo) -> "ApiResource":
+    def of(info: KindInfo) -> ApiResource:
         return ApiResource(info.group, _VERSIONS[info.group], info.resource, info.kind, info.namespaced)
 
 

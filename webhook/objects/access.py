@@ -4,22 +4,23 @@ absent, so no input can raise inside a rule."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any
 
-NO_DICT: Mapping = MappingProxyType({})
-NO_LIST: tuple = ()
+NO_DICT: Mapping[str, Any] = MappingProxyType({})
+NO_LIST: tuple[Any, ...] = ()
 
 
-def as_dict(value):
+def as_dict(value: object) -> Mapping[str, Any]:
     return value if type(value) is dict else NO_DICT
 
 
-def as_list(value):
+def as_list(value: object) -> Sequence[Any]:
     return value if type(value) is list else NO_LIST
 
 
-def as_str(value) -> str | None:
+def as_str(value: object) -> str | None:
     return value if type(value) is str else None
 
 
@@ -30,7 +31,7 @@ _SUFFIX = {
 }
 
 
-def quantity(value) -> float | None:
+def quantity(value: Any) -> float | None:
     """A Kubernetes quantity ("1", 1, "500m", "2Gi") as a number; None when it is not one."""
     t = type(value)
     if t is int or t is float:
@@ -48,7 +49,7 @@ def quantity(value) -> float | None:
     return float(number) * _SUFFIX[suffix]
 
 
-def integer(value) -> int | None:
+def integer(value: object) -> int | None:
     """An integer field (count, runAsUser): int, or a numeric string written in a manifest."""
     if type(value) is int:
         return value

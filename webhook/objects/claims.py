@@ -2,8 +2,9 @@
 directly on the request), normalised to what their v1 conversion means."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any
 
 from webhook.objects.access import as_dict, as_list, as_str, integer
 
@@ -17,9 +18,9 @@ class DeviceRequest:
     count: int
     admin_access: bool
     has_shape: bool  # v1/v1beta2: has exactly or firstAvailable; always True for the beta1 shape
-    alternatives: tuple["DeviceRequest", ...] = ()
+    alternatives: tuple[DeviceRequest, ...] = ()
 
-    def leaves(self) -> tuple["DeviceRequest", ...]:
+    def leaves(self) -> tuple[DeviceRequest, ...]:
         """The device requests that can be allocated: the request itself, or each firstAvailable entry."""
         return self.alternatives or (self,)
 
@@ -41,7 +42,7 @@ class ClaimSpec:
     legacy_class: str | None  # v1alpha2 spec.resourceClassName
 
 
-def _request(raw: Mapping, path: str, beta1: bool, subrequest: bool = False) -> DeviceRequest:
+def _request(raw: Mapping[str, Any], path: str, beta1: bool, subrequest: bool = False) -> DeviceRequest:
     name = as_str(raw.get("name")) or ""
     exactly = raw.get("exactly")
     # A firstAvailable alternative is a DeviceSubRequest, which has no firstAvailable of its own: one level,
@@ -67,7 +68,7 @@ def _request(raw: Mapping, path: str, beta1: bool, subrequest: bool = False) -> 
     )
 
 
-def _config(raw: Mapping, path: str) -> OpaqueConfig | None:
+def _config(raw: Mapping[str, Any], path: str) -> OpaqueConfig | None:
     opaque = as_dict(raw.get("opaque"))
     if not opaque:
         return None
@@ -81,7 +82,7 @@ def _config(raw: Mapping, path: str) -> OpaqueConfig | None:
     )
 
 
-def claim_spec(obj: Mapping, kind: str) -> ClaimSpec:
+def claim_spec(obj: Mapping[str, Any], kind: str) -> ClaimSpec:
     """The device requests of a ResourceClaim (`spec`) or a ResourceClaimTemplate (`spec.spec`)."""
     api_version = as_str(obj.get("apiVersion")) or ""
     spec = as_dict(obj.get("spec"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 # Links on every supported host, applied wherever the walk reaches them (so `..` after one goes up from
 # the target, as the kernel's walk does).
-_LINKS = {("var", "run"): ("run",)}
+_LINKS: dict[tuple[str, ...], tuple[str, ...]] = {("var", "run"): ("run",)}
 _PROC_ROOTS = frozenset({"self", "thread-self"})
 
 

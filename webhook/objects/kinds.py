@@ -2,8 +2,9 @@
 webhook's dispatch, the CLI and the chart's webhook rules (a test checks the chart against it)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +45,14 @@ LEGACY_DRA_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceC
                               "ResourceClaimParameters", "ResourceClassParameters", "PodSchedulingContext"})
 
 
-def api_group(api_version) -> str | None:
+def api_group(api_version: object) -> str | None:
     """The API group of an apiVersion ("" for core's "v1"); None when there is no apiVersion to read."""
     if type(api_version) is not str or not api_version:
         return None
     return api_version.rpartition("/")[0]
 
 
-def foreign_kind(obj: Mapping, kind: str) -> str | None:
+def foreign_kind(obj: Mapping[str, Any], kind: str) -> str | None:
     """Why an object whose kind bears one of our names is not ours ("a batch.volcano.sh Job"), else None:
     kinds are matched with their API group (Volcano's, Kubeflow's and Ray's Jobs are not batch/v1 Jobs)."""
     info = BY_KIND.get(kind)
@@ -61,5 +62,5 @@ def foreign_kind(obj: Mapping, kind: str) -> str | None:
     return (f"kind {kind} of API group {group} is not the {info.group or 'core'} {kind} gpu-admission handles")
 
 
-def is_legacy_dra(obj: Mapping) -> bool:
+def is_legacy_dra(obj: Mapping[str, Any]) -> bool:
     return obj.get("apiVersion") in LEGACY_DRA_VERSIONS and obj.get("kind") in LEGACY_DRA_KINDS

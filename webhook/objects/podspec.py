@@ -1,50 +1,46 @@
 """A pod-bearing object seen through its pod spec, with the field path prefix kept for messages."""
 from __future__ import annotations
 
-from typing import Any, Final, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from webhook.objects.access import NO_DICT, NO_LIST, as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, KindInfo
 
-SECTIONS = (("containers", "container"), ("initContainers", "init container"), ("ephemeralContainers", "ephemeral container"))
+SECTIONS = (("containers", "container"), ("initContainers", "init container"),
+            ("ephemeralContainers", "ephemeral container"))
 
 
-# Views are built on every admission request: plain slotted classes with Final fields (mypy refuses any
-# reassignment), cheaper to build than NamedTuples or frozen dataclasses.
+# Built for every container of every request, in the view's loop: positional, as CPython 3.11 makes
+# each keyword call of a class build a dict (bench/README.md has the cost).
+@dataclass(slots=True)
 class Container:
-    __slots__ = ("name", "label", "path", "raw", "section", "position", "resources", "env", "env_from", "security",
-                 "mounts")
-
-    def __init__(self, name: str, label: str, path: str, raw: dict, section: str, position: int, resources: Mapping,
-                 env: Sequence, env_from: Sequence, security: Mapping, mounts: Sequence) -> None:
-        self.name: Final = name
-        self.label: Final = label  # 'container "trainer"' as messages say it
-        self.path: Final = path  # spec.containers[0]
-        self.raw: Final = raw
-        self.section: Final = section  # containers | initContainers | ephemeralContainers
-        self.position: Final = position  # in its section
-        # The fields the rules read, each read once here, of the right type or empty: every check and
-        # mutation walks the containers, and a re-read per rule is most of what a rule costs.
-        self.resources: Final = resources
-        self.env: Final = env
-        self.env_from: Final = env_from
-        self.security: Final = security  # securityContext
-        self.mounts: Final = mounts  # volumeMounts
+    name: str
+    label: str  # 'container "trainer"' as messages say it
+    path: str  # spec.containers[0]
+    raw: dict[str, Any]
+    section: str  # containers | initContainers | ephemeralContainers
+    position: int  # in its section
+    # The fields the rules read, each read once here, of the right type or empty: every check and
+    # mutation walks the containers, and a re-read per rule is most of what a rule costs.
+    resources: Mapping[str, Any]
+    env: Sequence[Any]
+    env_from: Sequence[Any]
+    security: Mapping[str, Any]  # securityContext
+    mounts: Sequence[Any]  # volumeMounts
 
 
+@dataclass(slots=True)  # positional, as Container: one per request, and keyword calls of a class cost a dict
 class PodView:
-    __slots__ = ("kind", "namespace", "name", "obj", "spec", "meta", "prefix", "containers")
-
-    def __init__(self, kind: KindInfo, namespace: str, name: str, obj: dict, spec: Mapping, meta: Mapping, prefix: str,
-                 containers: tuple[Container, ...]) -> None:
-        self.kind: Final = kind
-        self.namespace: Final = namespace
-        self.name: Final = name  # display name: generateName + "*" when the apiserver has not named it yet
-        self.obj: Final = obj
-        self.spec: Final = spec
-        self.meta: Final = meta  # the pod's own metadata: the object's for a Pod, the template's for workloads
-        self.prefix: Final = prefix  # "spec" or "spec.template.spec"
-        self.containers: Final = containers
+    kind: KindInfo
+    namespace: str
+    name: str  # display name: generateName + "*" when the apiserver has not named it yet
+    obj: dict[str, Any]
+    spec: Mapping[str, Any]
+    meta: Mapping[str, Any]  # the pod's own metadata: the object's for a Pod, the template's for workloads
+    prefix: str  # "spec" or "spec.template.spec"
+    containers: tuple[Container, ...]
 
     @property
     def subject(self) -> str:
@@ -56,7 +52,7 @@ class PodView:
         return self.kind.kind == "Pod"
 
 
-def display_name(obj: Mapping) -> str:
+def display_name(obj: Mapping[str, Any]) -> str:
     meta = as_dict(obj.get("metadata"))
     name = as_str(meta.get("name"))
     if name:
@@ -65,7 +61,7 @@ def display_name(obj: Mapping) -> str:
     return f"{generate}*" if generate else "(unnamed)"
 
 
-def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
+def pod_view(obj: dict[str, Any], kind: str, namespace: str) -> PodView | None:
     """The object's pod view; None for kinds without a pod spec."""
     info = BY_KIND.get(kind)
     if info is None or info.pod_spec_path is None:
@@ -73,7 +69,7 @@ def pod_view(obj: dict, kind: str, namespace: str) -> PodView | None:
     return view_of(obj, info, namespace)
 
 
-def view_of(obj: dict, info: KindInfo, namespace: str) -> PodView:
+def view_of(obj: dict[str, Any], info: KindInfo, namespace: str) -> PodView:
     """The pod view of an object of `info`'s kind, which has a pod spec."""
     node: Any = obj  # Any: a node on the way may be absent (an empty mapping) or of another type
     parent: Any = obj
@@ -106,7 +102,7 @@ def view_of(obj: dict, info: KindInfo, namespace: str) -> PodView:
     return PodView(info, namespace, display_name(obj), obj, spec, meta, prefix, tuple(containers))
 
 
-def claim_reference(entry: Mapping) -> tuple[str | None, str | None, bool]:
+def claim_reference(entry: Mapping[str, Any]) -> tuple[str | None, str | None, bool]:
     """(kind, name, legacy) that one `resourceClaims` entry refers to. The template wins when both are set
     (the apiserver refuses that; the CLI may see it); `legacy` is the alpha API's `source` wrapper."""
     legacy = "source" in entry
@@ -120,10 +116,11 @@ def claim_reference(entry: Mapping) -> tuple[str | None, str | None, bool]:
     return None, None, legacy
 
 
-def added_ephemeral_containers(obj: Mapping, old: Mapping | None) -> frozenset[str]:
+def added_ephemeral_containers(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> frozenset[str]:
     """Names of the ephemeral containers `obj` has and `old` has not (ephemeral containers are never changed
     nor removed once added, so a name tells a new one)."""
-    def names(o) -> set:
+    def names(o: Mapping[str, Any] | None) -> set[str]:
         spec = as_dict(as_dict(o).get("spec"))
-        return {c["name"] for c in as_list(spec.get("ephemeralContainers")) if type(c) is dict and type(c.get("name")) is str}
+        return {c["name"] for c in as_list(spec.get("ephemeralContainers"))
+                if type(c) is dict and type(c.get("name")) is str}
     return frozenset(names(obj) - names(old or {}))

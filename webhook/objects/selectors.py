@@ -8,9 +8,10 @@ GPU depends on something no probe shows, reads as unknown: never as "GPU" nor as
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_strings
@@ -71,20 +72,20 @@ def _semver(text: str) -> str:
     return text
 
 
-def _compare(a, b) -> int:
-    return (a > b) - (a < b)
+def _compare(a: Any, b: Any) -> int:
+    return int(a > b) - int(a < b)
 
 
-def _functions() -> list:
+def _functions() -> list[Any]:
     """The Kubernetes CEL library functions DRA selectors use. Quantities are ints (thousandths), versions
     strings: a selector that is well-typed in Kubernetes means the same here."""
     T = cel.Type
     Q, S, I, B, D = T.INT, T.STRING, T.INT, T.BOOL, T.DOUBLE
 
-    def ver(fn):
+    def ver(fn: Callable[[int], bool]) -> Callable[[str, str], bool]:
         return lambda a, b: fn(_compare(_semver_key(a), _semver_key(b)))
 
-    def decl(name, *overloads):
+    def decl(name: str, *overloads: tuple[str, Any, list[Any], bool, Callable[..., Any]]) -> Any:
         return cel.FunctionDecl(name, [cel.Overload(oid, ret, params, is_member=member, impl=impl)
                                        for oid, ret, params, member, impl in overloads])
 
@@ -145,7 +146,7 @@ _MIGS = (
 _VERSIONS = {"driverVersion": "570.124.6", "cudaDriverVersion": "12.8.0"}
 
 
-def _gpu_probes(driver: str) -> Iterable[tuple[str, dict]]:
+def _gpu_probes(driver: str) -> Iterable[tuple[str, dict[str, Any]]]:
     for i, (product, arch, cc, memory) in enumerate(_GPUS):
         yield "gpu", _device(driver, {
             "type": "gpu", "uuid": f"GPU-4f1e2d3c-0000-4000-8000-{i:012d}", "productName": product, "brand": "Nvidia",
@@ -155,7 +156,8 @@ def _gpu_probes(driver: str) -> Iterable[tuple[str, dict]]:
     for i, (product, profile, memory, sms, ce, dec, enc, jpg, ofa) in enumerate(_MIGS):
         arch, cc = next((a, c) for p, a, c, _ in _GPUS if p == product)
         yield "mig", _device(driver, {
-            "type": "mig", "uuid": f"MIG-4f1e2d3c-0000-4000-8000-{i:012d}", "parentUUID": "GPU-4f1e2d3c-0000-4000-8000-0",
+            "type": "mig", "uuid": f"MIG-4f1e2d3c-0000-4000-8000-{i:012d}",
+            "parentUUID": "GPU-4f1e2d3c-0000-4000-8000-0",
             "profile": profile, "productName": product, "brand": "Nvidia", "architecture": arch,
             "cudaComputeCapability": cc, **_VERSIONS, "index": 0, "parentIndex": 0, "parentMinor": 0,
             "pcieBusID": "0000:10:00.0"},
@@ -169,14 +171,15 @@ def _gpu_probes(driver: str) -> Iterable[tuple[str, dict]]:
     yield "imex-channel", _device(driver, {"type": "imex-channel", "channel": 0}, {})
 
 
-def _other_probes() -> Iterable[tuple[str, str, dict]]:
+def _other_probes() -> Iterable[tuple[str, str, dict[str, Any]]]:
     for kind in ("channel", "daemon"):
         yield COMPUTE_DOMAIN_DRIVER, kind, _device(COMPUTE_DOMAIN_DRIVER, {"type": kind, "id": 0}, {})
     yield "imex.nvidia.com", "imex-daemon", _device("imex.nvidia.com", {"type": "imex-daemon", "id": 0}, {})
     yield _OTHER_DRIVER, "", _device(_OTHER_DRIVER, {}, {})
 
 
-def _device(driver: str, attributes: dict, capacity: dict, standard: dict | None = None) -> dict:
+def _device(driver: str, attributes: dict[str, Any], capacity: dict[str, Any],
+            standard: dict[str, Any] | None = None) -> dict[str, Any]:
     """A device as the CEL environment shows it: attributes and capacity keyed by domain (the driver's
     own names are in the driver's domain), quantities in thousandths."""
     return {"driver": driver, "allowMultipleAllocations": False,
@@ -184,7 +187,7 @@ def _device(driver: str, attributes: dict, capacity: dict, standard: dict | None
             "capacity": {driver: {k: v * 1000 for k, v in capacity.items()}}}
 
 
-def _minimal(driver: str, device_type: str) -> dict:
+def _minimal(driver: str, device_type: str) -> dict[str, Any]:
     """Only what makes the device what it is: a selector false here is false for every such device, one
     that fails here reads something else (product, memory) that the realistic probes may not show."""
     return _device(driver, {"type": device_type} if device_type else {}, {})
@@ -200,9 +203,9 @@ class ClassSelectors:
         self.gpu_drivers = tuple(sorted(gpu_drivers))
         self._env: Any = None
         self._cache: dict[tuple[str, ...], Selection] = {}
-        groups: list[tuple[str, str, bool, list[dict]]] = []  # driver, type, is a GPU, probes (minimal first)
+        groups: list[tuple[str, str, bool, list[dict[str, Any]]]] = []  # driver, type, is a GPU, probes (minimal first)
         for driver in self.gpu_drivers:
-            by_type: dict[str, list[dict]] = {}
+            by_type: dict[str, list[dict[str, Any]]] = {}
             for device_type, probe in _gpu_probes(driver):
                 by_type.setdefault(device_type, [_minimal(driver, device_type)]).append(probe)
             groups += [(driver, t, t in GPU_DEVICE_TYPES, probes) for t, probes in by_type.items()]
@@ -210,13 +213,13 @@ class ClassSelectors:
             groups.append((driver, device_type, False, [_minimal(driver, device_type), probe]))
         self._groups = tuple(groups)
 
-    def _environment(self):
+    def _environment(self) -> Any:
         if self._env is None:  # built on first use: most decisions never meet a DeviceClass object
             self._env = cel.NewEnv(variables={"device": cel.Type.DYN}, extensions=[ext_strings.ExtStrings()],
                                    functions=_functions())
         return self._env
 
-    def selection(self, obj: dict) -> Selection:
+    def selection(self, obj: dict[str, Any]) -> Selection:
         expressions = tuple(e for e in (as_str(as_dict(as_dict(s).get("cel")).get("expression"))
                                         for s in as_list(as_dict(obj.get("spec")).get("selectors"))) if e is not None)
         found = self._cache.get(expressions)
@@ -254,12 +257,12 @@ class ClassSelectors:
                                          f"{unknown[0]}")
         others = {(d, t) for d, t, _ in selected if d != _OTHER_DRIVER}
         drivers = {d for d, _ in others}
-        driver = drivers.pop() if len(drivers) == 1 else None
-        types = {t for d, t in others if d == driver}
-        return Selection(driver, types.pop() if driver and len(types) == 1 else None)
+        only = drivers.pop() if len(drivers) == 1 else None
+        types = {t for d, t in others if d == only}
+        return Selection(only, types.pop() if only and len(types) == 1 else None)
 
 
-def _all(programs, probe: dict) -> bool | str:
+def _all(programs: list[Any], probe: dict[str, Any]) -> bool | str:
     """True when every selector accepts the probe, False when one rejects it, else the first error."""
     error: str | None = None
     for program in programs:
@@ -273,7 +276,7 @@ def _all(programs, probe: dict) -> bool | str:
     return error if error is not None else True
 
 
-def _first_line(exc) -> str:
+def _first_line(exc: object) -> str:
     """The runtime's message, without cel-cpp's status code, position and container."""
     lines = str(exc).strip().splitlines()
     if not lines:

@@ -1,7 +1,9 @@
 """Which cohort a pod spec is bound for (DESIGN.md section 4)."""
 from __future__ import annotations
 
-from typing import Final, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from webhook.config.model import Cohort, Policy
 from webhook.objects.access import NO_DICT, as_dict, as_list, as_str
@@ -14,30 +16,24 @@ INFERRED = "inferred"
 AFFINITY_PATH = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 
 
+@dataclass(slots=True, kw_only=True)
 class CohortChoice:
-    """A plain class with Final fields, built on every request: see podspec.Container."""
-
-    __slots__ = ("cohort", "source", "conflict", "path", "excluded", "paths", "admitted")
-
-    def __init__(self, cohort: Cohort | None = None, source: str | None = None, conflict: tuple[str, ...] = (),
-                 path: str = "", excluded: tuple[str, ...] = (), paths: tuple[str, ...] = (),
-                 admitted: tuple[str, ...] = ()) -> None:
-        self.cohort: Final = cohort
-        self.source: Final = source  # selector | namespace | inferred
-        self.conflict: Final = conflict  # names of the cohorts a contradictory selector targets
-        self.path: Final = path  # where the choice (or the conflict) comes from
-        # Cohorts whose nodes cannot satisfy the pod's node selection although it names none: a namespace
-        # default or an inferred cohort must never be one of them (the pod would never schedule there).
-        self.excluded: Final = excluded
-        self.paths: Final = paths  # every field that names a cohort (nodeSelector, required affinity)
-        # When no cohort is chosen but the selection admits only cohort nodes: those cohorts (several)
-        self.admitted: Final = admitted
+    cohort: Cohort | None = None
+    source: str | None = None  # selector | namespace | inferred
+    conflict: tuple[str, ...] = ()  # names of the cohorts a contradictory selector targets
+    path: str = ""  # where the choice (or the conflict) comes from
+    # Cohorts whose nodes cannot satisfy the pod's node selection although it names none: a namespace
+    # default or an inferred cohort must never be one of them (the pod would never schedule there).
+    excluded: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()  # every field that names a cohort (nodeSelector, required affinity)
+    # When no cohort is chosen but the selection admits only cohort nodes: those cohorts (several)
+    admitted: tuple[str, ...] = ()
 
 
 NONE = CohortChoice()
 
 
-def _allows(op, values, value: str | None) -> bool | None:
+def _allows(op: str, values: tuple[Any, ...], value: str | None) -> bool | None:
     """Whether a node whose label is `value` (None: absent) satisfies one requirement; None: no verdict."""
     if op == "In":
         return value in values
@@ -56,7 +52,7 @@ def _allows(op, values, value: str | None) -> bool | None:
     return None
 
 
-def _requirements(selector: Mapping, term) -> list[tuple[str, str, tuple]] | None:
+def _requirements(selector: Mapping[str, Any], term: object) -> list[tuple[str, str, tuple[Any, ...]]] | None:
     """One node selector term ANDed with nodeSelector, as (key, operator, values); None: the term matches no
     node (Kubernetes skips a term with neither matchExpressions nor matchFields)."""
     reqs = [(k, "In", (v,)) for k, v in selector.items() if type(k) is str and type(v) is str]
@@ -72,7 +68,7 @@ def _requirements(selector: Mapping, term) -> list[tuple[str, str, tuple]] | Non
     return reqs  # matchFields (metadata.name): a named node, whose cohort is unknown: it narrows nothing here
 
 
-def _term_cohorts(reqs, policy: Policy) -> tuple[frozenset[str], bool]:
+def _term_cohorts(reqs: list[tuple[str, str, tuple[Any, ...]]], policy: Policy) -> tuple[frozenset[str], bool]:
     """(cohorts whose nodes the term admits, whether it also admits nodes of no cohort). A node carries a
     cohort's value of a label that tells cohorts apart only if it is that cohort's (the allocation label
     alone is enough); labels a cohort does not declare may be anything on its nodes."""
@@ -114,7 +110,7 @@ def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
         if not terms:
             # No term at all (the apiserver refuses it): no node matches, and no cohort is to blame.
             return CohortChoice(path=f"{view.prefix}.{AFFINITY_PATH}", excluded=_excluded(frozenset(), policy))
-        reading = _read(selector, terms, policy)
+        reading: Reading | None = _read(selector, terms, policy)
     else:
         # nodeSelector alone: what it means depends on its items only, and most pods share a few
         # (the cohorts' labels), so the policy keeps the readings
@@ -129,6 +125,7 @@ def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
                 if len(policy.selector_readings) >= _READINGS_LIMIT:
                     policy.selector_readings.clear()
                 policy.selector_readings[key] = reading
+    assert reading is not None  # read above when not kept
     named, by_selector, by_affinity, admitted, open_ = reading
     selector_path = f"{view.prefix}.nodeSelector"
     affinity_path = f"{view.prefix}.{AFFINITY_PATH}"
@@ -141,19 +138,22 @@ def from_selectors(view: PodView, policy: Policy) -> CohortChoice:
         return CohortChoice(path=path, excluded=_excluded(admitted, policy))
     if len(admitted) == 1 and not open_:
         (name,) = admitted
-        return CohortChoice(policy.cohort(name), SELECTOR, path=" and ".join(paths) or path)
+        return CohortChoice(cohort=policy.cohort(name), source=SELECTOR, path=" and ".join(paths) or path)
     return CohortChoice(path=path, excluded=_excluded(admitted, policy),
                         admitted=() if open_ else tuple(sorted(admitted)))
 
 
 _READINGS_LIMIT = 256
+# What _read makes of a node selection: (cohorts it names, whether nodeSelector names one, whether the
+# affinity does, cohorts some term admits, whether some term admits nodes of no cohort).
+Reading = tuple[tuple[str, ...], bool, bool, frozenset[str], bool]
 
 
-def _excluded(admitted, policy: Policy) -> tuple[str, ...]:
+def _excluded(admitted: Iterable[str], policy: Policy) -> tuple[str, ...]:
     return tuple(sorted(c.name for c in policy.cohorts if c.name not in admitted))
 
 
-def _read(selector: Mapping, terms, policy: Policy) -> tuple[tuple[str, ...], bool, bool, frozenset[str], bool]:
+def _read(selector: Mapping[str, Any], terms: Sequence[Any] | None, policy: Policy) -> Reading:
     """(names of the cohorts it names, whether nodeSelector names one, whether the affinity does, cohorts
     some term admits, whether some term admits nodes of no cohort). `terms` None: nodeSelector alone."""
     keys = policy.discriminating_labels
@@ -189,14 +189,15 @@ def from_namespace(view: PodView, policy: Policy, context: Context, excluded: tu
         cohort = policy.cohort(name)
         if cohort is None or cohort.name in excluded:
             return NONE
-        return CohortChoice(cohort, NAMESPACE, path=f'the policy\'s default for namespace "{view.namespace}"')
+        return CohortChoice(cohort=cohort, source=NAMESPACE,
+                            path=f'the policy\'s default for namespace "{view.namespace}"')
     labels = context.namespace_labels
     value = labels.get(policy.allocation_label) if labels else None
     if value:
         for c in policy.cohorts:
             if (c.node_labels.get(policy.allocation_label) == value or c.name == value) and c.name not in excluded:
-                return CohortChoice(c, NAMESPACE, path=f'the label {policy.allocation_label}={value} of namespace '
-                                                       f'"{view.namespace}"')
+                return CohortChoice(cohort=c, source=NAMESPACE,
+                                    path=f'the label {policy.allocation_label}={value} of namespace "{view.namespace}"')
     return NONE
 
 
@@ -207,5 +208,5 @@ def inferred(mechanisms: frozenset[str], policy: Policy, excluded: tuple[str, ..
     (mechanism,) = mechanisms
     running = [c for c in policy.cohorts if c.mechanism == mechanism and c.name not in excluded]
     if len(running) == 1:
-        return CohortChoice(running[0], INFERRED)
+        return CohortChoice(cohort=running[0], source=INFERRED)
     return NONE

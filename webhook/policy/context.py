@@ -2,16 +2,17 @@
 bundle, the config, or the cluster cache) and handed in frozen."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any
 
 from webhook.config.model import DeviceClassInfo, Policy
 from webhook.lookups.base import Lookup
 from webhook.objects.access import as_dict, as_str
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
 
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,13 +26,13 @@ class Context:
     namespace_labels: Mapping[str, str] | None = None
     # ("ConfigMap" | "Secret", name) -> frozenset of key names, or why not
     env_sources: Mapping[tuple[str, str], Lookup] = field(default_factory=lambda: _EMPTY)
-    user: Mapping = field(default_factory=lambda: _EMPTY)  # the request's userInfo
+    user: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)  # the request's userInfo
 
     def device_class(self, name: str | None) -> DeviceClassInfo | None:
         return self.classes.get(name) if name else None
 
 
-def device_class_info(obj: Mapping, policy: Policy, known: DeviceClassInfo | None = None) -> DeviceClassInfo:
+def device_class_info(obj: Mapping[str, Any], policy: Policy, known: DeviceClassInfo | None = None) -> DeviceClassInfo:
     """Read a DeviceClass object: driver and device type by evaluating its CEL selectors (the object is what
     the cluster allocates by, so it wins over the config's entry of that name, which gives only the name)."""
     meta = as_dict(obj.get("metadata"))
@@ -64,13 +65,15 @@ def _make_base_context(policy: Policy) -> Context:
     return Context(classes=policy.device_classes, extended=MappingProxyType(extended_map(policy.device_classes)))
 
 
-def classes_from_objects(policy: Policy, objects, misses: dict[str, str]) -> dict[str, DeviceClassInfo]:
+def classes_from_objects(policy: Policy, objects: Iterable[object],
+                         misses: dict[str, str]) -> dict[str, DeviceClassInfo]:
     """DeviceClass dicts (bundle or cluster) read into infos, layered over the config's. A class whose
     selectors cannot be read goes to `misses` (name -> why) instead, and hides the config's entry."""
     out = dict(policy.device_classes)
     for obj in objects:
         if type(obj) is dict:
-            info = device_class_info(obj, policy, policy.device_classes.get(as_str(as_dict(obj.get("metadata")).get("name")) or ""))
+            name = as_str(as_dict(obj.get("metadata")).get("name")) or ""
+            info = device_class_info(obj, policy, policy.device_classes.get(name))
             if not info.name:
                 continue
             if info.unknown:

@@ -6,15 +6,15 @@ from typing import Any
 
 
 class Draft:
-    def __init__(self, original: dict):
+    def __init__(self, original: dict[str, Any]) -> None:
         self.root = original
-        self._nodes: dict[tuple, dict | list] = {}  # path -> the draft's own (copied or new) container
+        self._nodes: dict[tuple[str | int, ...], Any] = {}  # path -> the draft's own (copied or new) container
 
     @property
     def changed(self) -> bool:
         return bool(self._nodes)
 
-    def node(self, *path, create: Any = dict):
+    def node(self, *path: str | int, create: Any = dict) -> Any:
         """The draft's own container at `path`, copying each container on the way once; created empty (of
         type `create`) where absent or of another type. Later calls for the same path return the same node."""
         node = self._nodes.get(path)
@@ -23,7 +23,7 @@ class Draft:
         if not path:
             node = self.root = dict(self.root)
         else:
-            key = path[-1]
+            key: Any = path[-1]
             parent = self.node(*path[:-1], create=list if type(key) is int else dict)
             child: Any
             if type(parent) is dict:

@@ -2,52 +2,34 @@
 that the configuration (mode, namespace overrides, exceptions) assigns. Pure: no I/O, no logging."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import Mapping, NamedTuple
+from typing import Any, NamedTuple
 
-from webhook.config.model import DRA, Cohort, Policy
+from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str
-from webhook.objects.claims import claim_spec
 from webhook.objects.kinds import BY_KIND, is_legacy_dra
 from webhook.objects.podspec import PodView, display_name, view_of
-from webhook.policy.checks import (
-    claim_shape,
-    cohort_mismatch,
-    device_access_bypass,
-    double_mechanism,
-    legacy_api,
-    resource_not_offered,
-    run_as_root,
-    runtime_class_conflict,
-    shared_claim,
-    shared_exclusive_mix,
-    shared_request_count,
-    sharing_not_enabled,
-    unresolved_claim,
-    visible_devices_override,
-)
-from webhook.policy.context import Context, device_class_info
+from webhook.policy.checks import REGISTRY
+from webhook.policy.context import Context
+from webhook.policy.contract import Check, Target
+from webhook.policy.dra import ObjectFacts, object_facts
 from webhook.policy.draft import Draft
-from webhook.policy.gpu import analyse
-from webhook.policy.messages import mutation_message
+from webhook.policy.gpu import GpuFacts, analyse
+from webhook.policy.messages import line, mutation_line
 from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
 from webhook.policy.patch import make_patch
 from webhook.policy.results import Evaluation, Finding, Mutation, RuleError, Violation
 from webhook.rules import Action, Rule
 
-POD_CHECKS = (
-    double_mechanism, cohort_mismatch, resource_not_offered, shared_request_count, shared_exclusive_mix,
-    sharing_not_enabled, shared_claim, visible_devices_override, device_access_bypass, runtime_class_conflict,
-    run_as_root, legacy_api, unresolved_claim,
-)
 # Order matters: placement and runtime class first, so hide-gpus sees the runtime class that will run.
 MUTATIONS = (default_placement, default_runtime_class, default_security_context, hide_gpus)
 LEGACY_CLUSTER_KINDS = frozenset({"ResourceClass"})  # v1alpha2, cluster-scoped like DeviceClass
 _STRENGTH = {Action.OFF: 0, Action.AUDIT: 1, Action.WARN: 2, Action.ENFORCE: 3}
 
 
-def evaluate(obj: dict, *, kind: str, namespace: str, policy: Policy, context: Context, operation: str = "CREATE",
-             validate: bool = True, mutate: bool = True, view: PodView | None = None,
+def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, context: Context,
+             operation: str = "CREATE", validate: bool = True, mutate: bool = True, view: PodView | None = None,
              added_ephemeral: frozenset[str] | None = None) -> Evaluation:
     """Evaluate `obj` as the webhooks would on `operation`: for a Pod on CREATE the mutating webhook's patch
     first (`mutate`), then the validating rules on the mutated Pod (`validate`).
@@ -64,13 +46,15 @@ def evaluate(obj: dict, *, kind: str, namespace: str, policy: Policy, context: C
                             added_ephemeral)
     name = display_name(obj)
     if not validate:
-        return Evaluation(kind, namespace, name, dry_run=plan.dry_run, skipped=f"{kind} objects are never mutated")
+        return Evaluation(kind=kind, namespace=namespace, name=name, dry_run=plan.dry_run,
+                          skipped=f"{kind} objects are never mutated")
     if info is not None or is_legacy_dra(obj):
-        return _dra_object(obj, kind, name, namespace, policy, context, plan.dry_run, plan.actions)
-    return Evaluation(kind, namespace, name, skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
+        return _dra_object(obj, kind, name, namespace, policy, context, plan)
+    return Evaluation(kind=kind, namespace=namespace, name=name,
+                      skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
 
 
-def object_namespace(obj: dict, kind: str, default: str) -> str:
+def object_namespace(obj: dict[str, Any], kind: str, default: str) -> str:
     """The object's namespace ("" for cluster-scoped kinds), else `default` (the request's or the CLI's)."""
     info = BY_KIND.get(kind)
     if (info is not None and not info.namespaced) or kind in LEGACY_CLUSTER_KINDS:
@@ -78,10 +62,11 @@ def object_namespace(obj: dict, kind: str, default: str) -> str:
     return as_str(as_dict(obj.get("metadata")).get("namespace")) or default
 
 
-def exempt(obj: dict, kind: str, namespace: str, policy: Policy) -> Evaluation | None:
+def exempt(obj: dict[str, Any], kind: str, namespace: str, policy: Policy) -> Evaluation | None:
     """The skipped Evaluation for an object in an exempt namespace (infrastructure, the service's own)."""
     if policy.is_exempt(namespace):
-        return Evaluation(kind, namespace, display_name(obj), skipped=f'namespace "{namespace}" is exempt')
+        return Evaluation(kind=kind, namespace=namespace, name=display_name(obj),
+                          skipped=f'namespace "{namespace}" is exempt')
     return None
 
 
@@ -90,8 +75,8 @@ class _Plan(NamedTuple):
 
     dry_run: bool
     actions: Mapping[Rule, Action]
-    checks: tuple  # the POD_CHECKS whose action is not off
-    mutations: tuple  # the MUTATIONS whose action is not off
+    checks: Mapping[Target, tuple[Check, ...]]  # the REGISTRY's checks whose action is not off, by target
+    mutations: tuple[Any, ...]  # the MUTATIONS whose action is not off
 
 
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
@@ -101,8 +86,9 @@ def _make_plan(policy: Policy, namespace: str) -> _Plan:
             mode = override.mode or mode
             if override.actions:
                 actions = {**actions, **override.actions}
-    return _Plan(mode == "audit", actions, tuple(c for c in POD_CHECKS if actions[c.RULE] is not Action.OFF),
-                 tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
+    checks = {t: tuple(c for c in REGISTRY if t in c.applies_to and actions[c.rule] is not Action.OFF)
+              for t in Target}
+    return _Plan(mode == "audit", actions, checks, tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
 
 
 def _plan(policy: Policy, namespace: str) -> _Plan:
@@ -110,7 +96,8 @@ def _plan(policy: Policy, namespace: str) -> _Plan:
     return policy.derived(_make_plan, namespace if namespace in policy.overridden_namespaces else "")
 
 
-def _lifted(policy: Policy, namespace: str, name: str, spec: dict, user: Mapping) -> frozenset[Rule]:
+def _lifted(policy: Policy, namespace: str, name: str, spec: Mapping[str, Any],
+            user: Mapping[str, Any]) -> frozenset[Rule]:
     """Rules that config-owned exceptions lift for this request (never an annotation on the workload)."""
     if not policy.exceptions:
         return frozenset()
@@ -132,36 +119,44 @@ def _lifted(policy: Policy, namespace: str, name: str, spec: dict, user: Mapping
     return frozenset(lifted)
 
 
-def _violations(findings, actions, lifted) -> list[Violation]:
+def _violations(found: list[tuple[Rule, Finding]], subject: str, actions: Mapping[Rule, Action],
+                lifted: frozenset[Rule], policy: Policy) -> list[Violation]:
+    """The findings with their actions and messages: the one place the object, rule id and docs link are
+    added to what a check says."""
     out = []
-    for f in findings:
-        if f.rule in lifted:
+    for rule, f in found:
+        if rule in lifted:
             continue
-        action = actions.get(f.rule, Action.ENFORCE)
+        action = actions.get(rule, Action.ENFORCE)
         if f.cap is not None and _STRENGTH[action] > _STRENGTH[f.cap]:
             action = f.cap
         if action is not Action.OFF:
-            out.append(Violation(f.rule, action, f.path, f.message))
+            out.append(Violation(rule, action, f.path, line(policy, rule, subject, f.what, f.why, f.fix)))
     return out
 
 
-def _run_checks(checks, facts, context, policy, lifted, errors: list) -> list[Finding]:
-    findings: list[Finding] = []
+def _run_checks(checks: tuple[Check, ...], facts: GpuFacts | ObjectFacts, context: Context, policy: Policy,
+                lifted: frozenset[Rule], errors: list[RuleError]) -> list[tuple[Rule, Finding]]:
+    """Every check, pod spec's or DRA object's, runs here: one that raises is recorded with what its
+    onError decides, and the decision goes on without it."""
+    findings: list[tuple[Rule, Finding]] = []
     for check in checks:
-        if lifted and check.RULE in lifted:
+        if lifted and check.rule in lifted:
             continue
         try:
-            found = check.check(facts, context, policy)
+            found = getattr(check.module, check.function)(facts, context, policy)
         except Exception as exc:  # one broken rule must not take the decision down with it
-            errors.append(_failed(check.RULE, exc, policy))
+            errors.append(_failed(check.rule, exc, policy))
             continue
         if found:
-            findings.extend(found)
+            rule = check.rule
+            findings.extend((rule, f) for f in found)
     return findings
 
 
-def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, validate, mutate,
-                 added_ephemeral=None) -> Evaluation:
+def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, operation: str, policy: Policy,
+                 context: Context, plan: _Plan, validate: bool, mutate: bool,
+                 added_ephemeral: frozenset[str] | None = None) -> Evaluation:
     kind = view.kind.kind
     facts = analyse(view, policy, context)
     lifted = _lifted(policy, namespace, name, view.spec, context.user)
@@ -170,7 +165,7 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, v
     reported: list[Violation] = []
     mutations: list[Mutation] = []
     mutated = None
-    patch: tuple = ()
+    patch: tuple[Any, ...] = ()
     debug = added_ephemeral is not None
     if mutate and view.kind.mutated and (operation == "CREATE" or debug):
         work = Draft(obj)
@@ -192,73 +187,45 @@ def _pod_bearing(obj, view, name, namespace, operation, policy, context, plan, v
                 mutations.append(Mutation(rule, action, tuple(path for path, _ in records), apply))
             if not apply or action is Action.WARN:
                 verb = "sets" if apply else "would set"
-                reported.extend(Violation(rule, action, path, mutation_message(policy, rule, view.subject, verb, what, path))
-                                for path, what in records)
+                reported.extend(
+                    Violation(rule, action, path, mutation_line(policy, rule, view.subject, verb, what, path))
+                    for path, what in records)
         if work.changed and not dry_run:
             mutated = work.root
             patch = tuple(make_patch(obj, mutated))
             if validate:
                 view = view_of(mutated, view.kind, namespace)
                 facts = analyse(view, policy, context)
-    findings = _run_checks(plan.checks, facts, context, policy, lifted, errors) if validate else []
-    if debug and findings:
+    findings = _run_checks(plan.checks[Target.POD_SPEC], facts, context, policy, lifted, errors) if validate else []
+    if added_ephemeral is not None and findings:
         findings = _about(findings, view, added_ephemeral)
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
-    return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted) + reported),
-                      patch, mutated if patch else None, dry_run, cohort, tuple(errors), mutations=tuple(mutations))
+    return Evaluation(kind=kind, namespace=namespace, name=name,
+                      violations=tuple(_violations(findings, view.subject, actions, lifted, policy) + reported),
+                      patch=patch,
+                      mutated=mutated if patch else None, dry_run=dry_run, cohort=cohort, errors=tuple(errors),
+                      mutations=tuple(mutations))
 
 
-def _about(findings: list[Finding], view: PodView, names: frozenset[str]) -> list[Finding]:
+def _about(findings: list[tuple[Rule, Finding]], view: PodView,
+           names: frozenset[str]) -> list[tuple[Rule, Finding]]:
     """The findings about the given ephemeral containers: what a debug container's update changes (the
     rest of the pod was admitted, or not, when it was created)."""
     prefixes = tuple(c.path for c in view.containers if c.section == "ephemeralContainers" and c.name in names)
-    return [f for f in findings if any(f.path == p or f.path.startswith((p + ".", p + "[")) for p in prefixes)]
+    return [(r, f) for r, f in findings if any(f.path == p or f.path.startswith((p + ".", p + "[")) for p in prefixes)]
 
 
-def claim_cohort(policy: Policy, namespace: str) -> Cohort | None:
-    """A claim has no node selector: the namespace's default DRA cohort, else the only DRA cohort."""
-    named = policy.cohort(policy.namespace_cohorts.get(namespace, ""))
-    if named is not None and named.mechanism == DRA:
-        return named
-    dra = [c for c in policy.cohorts if c.mechanism == DRA]
-    return dra[0] if len(dra) == 1 else None
-
-
-def _dra_object(obj, kind, name, namespace, policy, context, dry_run, actions) -> Evaluation:
-    subject = f'{kind.lower()} "{namespace}/{name}"' if namespace else f'{kind.lower()} "{name}"'
+def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, policy: Policy, context: Context,
+                plan: _Plan) -> Evaluation:
+    facts = object_facts(obj, kind, name, namespace, policy, context)
     lifted = _lifted(policy, namespace, name, {}, context.user)
     errors: list[RuleError] = []
-    findings: list[Finding] = []
-    cohort = None
-    if kind in ("ResourceClaim", "ResourceClaimTemplate"):
-        spec = claim_spec(obj, kind)
-        findings += legacy_api.check_object(subject, obj, spec, None, policy)
-        leaves = tuple(leaf for req in spec.requests for leaf in req.leaves()
-                       if (info := context.device_class(leaf.device_class)) is not None
-                       and policy.selects_gpus(info))
-        cohort = claim_cohort(policy, namespace)
-        if leaves or any(not r.has_shape for r in spec.requests):
-            findings += _guarded(Rule.CLAIM_SHAPE, errors, policy, lambda: claim_shape.check_claim(
-                subject, namespace, spec, leaves, cohort, policy))
-        if leaves and cohort is not None:
-            word = "template" if kind == "ResourceClaimTemplate" else "claim"
-            findings += _guarded(Rule.SHARING_NOT_ENABLED, errors, policy,
-                                 lambda: sharing_not_enabled.check_claim(subject, spec, word, cohort, policy))
-            findings += _guarded(Rule.RESOURCE_NOT_OFFERED, errors, policy,
-                                 lambda: resource_not_offered.check_claim(subject, leaves, cohort, context, policy))
-    else:
-        info = device_class_info(obj, policy) if kind == "DeviceClass" else None
-        findings += legacy_api.check_object(subject, obj, None, info, policy)
-    return Evaluation(kind, namespace, name, tuple(_violations(findings, actions, lifted)), dry_run=dry_run,
-                      cohort=cohort.name if cohort else None, errors=tuple(errors))
-
-
-def _guarded(rule, errors, policy, fn) -> list[Finding]:
-    try:
-        return fn()
-    except Exception as exc:
-        errors.append(_failed(rule, exc, policy))
-        return []
+    target = Target.CLAIM if facts.claim is not None else Target.DEVICE_CLASS
+    findings = _run_checks(plan.checks[target], facts, context, policy, lifted, errors)
+    return Evaluation(kind=kind, namespace=namespace, name=name,
+                      violations=tuple(_violations(findings, facts.subject, plan.actions, lifted, policy)),
+                      dry_run=plan.dry_run,
+                      cohort=facts.cohort.name if facts.cohort else None, errors=tuple(errors))
 
 
 def _failed(rule: Rule, exc: Exception, policy: Policy, deniable: bool = True) -> RuleError:

@@ -2,7 +2,7 @@
 Computed once per decision and read by every check."""
 from __future__ import annotations
 
-from typing import Final
+from dataclasses import dataclass
 
 from webhook.config.model import DEVICE_PLUGIN, DRA, DeviceClassInfo, Policy
 from webhook.objects.access import as_dict, as_list, as_str, quantity
@@ -26,38 +26,30 @@ def is_gpu_resource(name: str) -> bool:
     return name.startswith(GPU_RESOURCE_PREFIXES)
 
 
-# Plain classes with Final fields, built on every request: see podspec.Container.
+# Built for every extended resource of every container: positional, as podspec.Container is.
+@dataclass(slots=True)
 class ResourceUse:
-    __slots__ = ("container", "resource", "amount", "path", "device_class")
-
-    def __init__(self, container: Container, resource: str, amount: float, path: str,
-                 device_class: DeviceClassInfo | None = None) -> None:
-        self.container: Final = container
-        self.resource: Final = resource
-        self.amount: Final = amount  # how many
-        self.path: Final = path  # ...resources.limits (or .requests when only requests name it)
-        self.device_class: Final = device_class  # set when DRA serves the resource
+    container: Container
+    resource: str
+    amount: float  # how many
+    path: str  # ...resources.limits (or .requests when only requests name it)
+    device_class: DeviceClassInfo | None = None  # set when DRA serves the resource
 
 
+@dataclass(slots=True, kw_only=True)
 class ClaimUse:
     """One entry of the pod's `resourceClaims`, resolved as far as the context allows."""
 
-    __slots__ = ("name", "path", "ref_kind", "ref_name", "legacy_source", "spec", "unresolved", "gpu_requests",
-                 "unknown_classes", "containers")
-
-    def __init__(self, name: str, path: str, ref_kind: str | None, ref_name: str | None, legacy_source: bool,
-                 spec: ClaimSpec | None, unresolved: str | None, gpu_requests: tuple[DeviceRequest, ...],
-                 unknown_classes: tuple[str, ...], containers: tuple[Container, ...]) -> None:
-        self.name: Final = name
-        self.path: Final = path
-        self.ref_kind: Final = ref_kind  # ResourceClaimTemplate | ResourceClaim | None (legacy `source` or nothing)
-        self.ref_name: Final = ref_name
-        self.legacy_source: Final = legacy_source
-        self.spec: Final = spec  # None when unresolved
-        self.unresolved: Final = unresolved  # why it could not be resolved
-        self.gpu_requests: Final = gpu_requests  # leaves whose DeviceClass is a GPU driver's
-        self.unknown_classes: Final = unknown_classes  # DeviceClasses that could not be resolved
-        self.containers: Final = containers
+    name: str
+    path: str
+    ref_kind: str | None  # ResourceClaimTemplate | ResourceClaim | None (legacy `source` or nothing)
+    ref_name: str | None
+    legacy_source: bool
+    spec: ClaimSpec | None  # None when unresolved
+    unresolved: str | None  # why it could not be resolved
+    gpu_requests: tuple[DeviceRequest, ...]  # leaves whose DeviceClass is a GPU driver's
+    unknown_classes: tuple[str, ...]  # DeviceClasses that could not be resolved
+    containers: tuple[Container, ...]
 
     @property
     def ref(self) -> str:
@@ -72,25 +64,19 @@ class ClaimUse:
         return tuple(c.sharing_strategy for c in self.spec.configs if c.sharing_strategy)
 
 
+@dataclass(slots=True)  # positional, as podspec.Container: built once or twice per request, with ten fields
 class GpuFacts:
-    __slots__ = ("view", "device_plugin", "dra_resources", "other_nvidia", "claims", "choice", "unknown_classes",
-                 "gpu_claims", "mechanisms", "is_gpu")
-
-    def __init__(self, view: PodView, device_plugin: tuple[ResourceUse, ...], dra_resources: tuple[ResourceUse, ...],
-                 other_nvidia: tuple[ResourceUse, ...], claims: tuple[ClaimUse, ...], choice: CohortChoice,
-                 unknown_classes: tuple[ResourceUse, ...], gpu_claims: tuple[ClaimUse, ...],
-                 mechanisms: frozenset[str], is_gpu: bool) -> None:
-        self.view: Final = view
-        self.device_plugin: Final = device_plugin  # GPU resources served by the device plugin
-        self.dra_resources: Final = dra_resources  # extended resources served by DRA DeviceClasses
-        self.other_nvidia: Final = other_nvidia  # nvidia.com/* resources that are not GPUs (e.g. network)
-        self.claims: Final = claims
-        self.choice: Final = choice
-        # deviceclass.resource.kubernetes.io/<class> resources whose DeviceClass could not be resolved
-        self.unknown_classes: Final = unknown_classes
-        self.gpu_claims: Final = gpu_claims  # the claims with GPU requests
-        self.mechanisms: Final = mechanisms  # DEVICE_PLUGIN and/or DRA: how the pod asks for GPUs
-        self.is_gpu: Final = is_gpu  # it asks for GPUs at all
+    view: PodView
+    device_plugin: tuple[ResourceUse, ...]  # GPU resources served by the device plugin
+    dra_resources: tuple[ResourceUse, ...]  # extended resources served by DRA DeviceClasses
+    other_nvidia: tuple[ResourceUse, ...]  # nvidia.com/* resources that are not GPUs (e.g. network)
+    claims: tuple[ClaimUse, ...]
+    choice: CohortChoice
+    # deviceclass.resource.kubernetes.io/<class> resources whose DeviceClass could not be resolved
+    unknown_classes: tuple[ResourceUse, ...]
+    gpu_claims: tuple[ClaimUse, ...]  # the claims with GPU requests
+    mechanisms: frozenset[str]  # DEVICE_PLUGIN and/or DRA: how the pod asks for GPUs
+    is_gpu: bool  # it asks for GPUs at all
 
     def gpu_containers(self) -> frozenset[str]:
         """Names of containers that get a GPU: by a resource, or by a GPU claim they reference."""
@@ -133,8 +119,9 @@ def _claim_uses(view: PodView, policy: Policy, context: Context) -> tuple[ClaimU
                                 unknown.append(leaf.device_class)
                         elif policy.selects_gpus(info):
                             gpu.append(leaf)
-        out.append(ClaimUse(name, path, ref_kind, ref_name, legacy, spec, unresolved, tuple(gpu),
-                            tuple(dict.fromkeys(unknown)), tuple(users.get(name, ()))))
+        out.append(ClaimUse(name=name, path=path, ref_kind=ref_kind, ref_name=ref_name, legacy_source=legacy,
+                            spec=spec, unresolved=unresolved, gpu_requests=tuple(gpu),
+                            unknown_classes=tuple(dict.fromkeys(unknown)), containers=tuple(users.get(name, ()))))
     return tuple(out)
 
 

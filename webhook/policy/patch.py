@@ -5,22 +5,24 @@ specialised for copy-on-write mutations: subtrees shared by identity are skipped
 and lists that only grew get `add` operations."""
 from __future__ import annotations
 
+from typing import Any
+
 
 def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     return a is b or (type(a) is type(b) and a == b)
 
 
-def make_patch(old, new) -> list[dict]:
-    ops: list[dict] = []
+def make_patch(old: object, new: object) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = []
     _diff(old, new, "", ops)
     return ops
 
 
-def _diff(old, new, path: str, ops: list) -> None:
+def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
     if old is new:
         return
     told, tnew = type(old), type(new)

@@ -2,20 +2,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any
 
 from webhook.rules import Action, Rule
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    """What one check found: `message` is the complete one-line message (rule id and docs link included).
+    """What one check found, in the words of DESIGN.md section 10: `what` happened (naming the field path),
+    `why` it matters and the `fix`. The engine makes the one-line message, adding the object, the rule id
+    and its docs link (messages.line). `cap` limits the action (an `envFrom` source that could not be read
+    is at most a warning)."""
 
-    `cap` limits the action (an `envFrom` source that could not be read is at most a warning)."""
-
-    rule: Rule
     path: str
-    message: str
+    what: str
+    why: str
+    fix: str
     cap: Action | None = None
 
 
@@ -28,7 +30,7 @@ class Violation:
     path: str
     message: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"rule": self.rule.value, "action": self.action.value, "path": self.path, "message": self.message}
 
 
@@ -51,32 +53,23 @@ class RuleError:
     denied: bool
 
 
+@dataclass(slots=True, kw_only=True)
 class Evaluation:
-    """The decision for one object, as the webhook would give it on this operation.
+    """The decision for one object, as the webhook would give it on this operation."""
 
-    A plain slotted class with Final fields (mypy refuses any reassignment), not a frozen dataclass like
-    the other results: one is built for every admission request."""
-
-    __slots__ = ("kind", "namespace", "name", "violations", "patch", "mutated", "dry_run", "cohort", "errors",
-                 "skipped", "mutations")
-
-    def __init__(self, kind: str, namespace: str, name: str, violations: tuple[Violation, ...] = (),
-                 patch: tuple[dict, ...] = (), mutated: dict | None = None, dry_run: bool = False,
-                 cohort: str | None = None, errors: tuple[RuleError, ...] = (), skipped: str | None = None,
-                 mutations: tuple[Mutation, ...] = ()) -> None:
-        self.kind: Final = kind
-        self.namespace: Final = namespace
-        self.name: Final = name
-        self.violations: Final = violations
-        self.patch: Final = patch  # the JSON Patch /mutate returns; empty in dry-run mode
-        self.mutated: Final = mutated  # the object after the patch (None when nothing changed)
-        self.dry_run: Final = dry_run
-        self.cohort: Final = cohort
-        self.errors: Final = errors
-        self.skipped: Final = skipped  # why the object was not evaluated at all (exempt namespace, kind, ...)
-        # Every mutation this decision made (or, in dry-run or at audit, would have made); `violations` also
-        # lists, with a message, those that are announced (warn, audit, dry-run), for warnings and `check`.
-        self.mutations: Final = mutations
+    kind: str
+    namespace: str
+    name: str
+    violations: tuple[Violation, ...] = ()
+    patch: tuple[dict[str, Any], ...] = ()  # the JSON Patch /mutate returns; empty in dry-run mode
+    mutated: dict[str, Any] | None = None  # the object after the patch (None when nothing changed)
+    dry_run: bool = False
+    cohort: str | None = None
+    errors: tuple[RuleError, ...] = ()
+    skipped: str | None = None  # why the object was not evaluated at all (exempt namespace, kind, ...)
+    # Every mutation this decision made (or, in dry-run or at audit, would have made); `violations` also
+    # lists, with a message, those that are announced (warn, audit, dry-run), for warnings and `check`.
+    mutations: tuple[Mutation, ...] = ()
 
     @property
     def allowed(self) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.policy.test_rules import (
+from tests.policy.builders import (
     POLICIES,
     apiserver_shaped,
     claim_template,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policy.test_rules import apiserver_shaped
+from tests.policy.builders import apiserver_shaped
 from tests.support import REAL_MANIFESTS, load_docs
 from webhook.config import default_policy
 from webhook.handlers.evaluate import evaluate_object

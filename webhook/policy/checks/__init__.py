@@ -1,2 +1,40 @@
-"""One module per validation rule. Pod checks take (facts, context, policy); claim and DeviceClass checks
-take the object itself. Each returns a list of Findings and never mutates its input."""
+"""One module per validation rule (the rule id is the module name with dashes). The registry below is
+the one place that says which checks run, on what, and in which order their findings are reported."""
+from webhook.policy.checks import (
+    claim_shape,
+    cohort_mismatch,
+    device_access_bypass,
+    double_mechanism,
+    legacy_api,
+    resource_not_offered,
+    run_as_root,
+    runtime_class_conflict,
+    shared_claim,
+    shared_exclusive_mix,
+    shared_request_count,
+    sharing_not_enabled,
+    unresolved_claim,
+    visible_devices_override,
+)
+from webhook.policy.contract import CLAIMS, DRA_OBJECTS, POD_SPECS, Check
+
+REGISTRY: tuple[Check, ...] = (
+    Check(double_mechanism, POD_SPECS),
+    Check(cohort_mismatch, POD_SPECS),
+    Check(resource_not_offered, POD_SPECS),
+    Check(shared_request_count, POD_SPECS),
+    Check(shared_exclusive_mix, POD_SPECS),
+    Check(sharing_not_enabled, POD_SPECS),
+    Check(shared_claim, POD_SPECS),
+    Check(visible_devices_override, POD_SPECS),
+    Check(device_access_bypass, POD_SPECS),
+    Check(runtime_class_conflict, POD_SPECS),
+    Check(run_as_root, POD_SPECS),
+    Check(legacy_api, POD_SPECS),
+    Check(unresolved_claim, POD_SPECS),
+    # DRA objects on their own: the object's API first, then its requests
+    Check(legacy_api, DRA_OBJECTS),
+    Check(claim_shape, CLAIMS),
+    Check(sharing_not_enabled, CLAIMS),
+    Check(resource_not_offered, CLAIMS),
+)

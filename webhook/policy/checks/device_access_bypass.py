@@ -4,7 +4,6 @@ from webhook.objects.hostpaths import clean, exposes, host_path
 from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -75,10 +74,11 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     for c in view.containers:
         if gpu_scope and c.security.get("privileged") is True:
             path = f"{c.path}.securityContext.privileged"
-            out.append(Finding(RULE, path, message(
-                policy, RULE, view.subject, f"{c.label} is privileged ({path}) in {where}",
-                "a privileged container sees every GPU on the node, bypassing allocation and isolation",
-                "remove privileged: true; GPUs come through resources.limits or a ResourceClaim")))
+            out.append(Finding(
+                path=path,
+                what=f"{c.label} is privileged ({path}) in {where}",
+                why="a privileged container sees every GPU on the node, bypassing allocation and isolation",
+                fix="remove privileged: true; GPUs come through resources.limits or a ResourceClaim"))
         for i, mount in enumerate(c.mounts):
             mp = mount.get("mountPath") if type(mount) is dict else None
             if type(mp) is not str or not mp:
@@ -90,28 +90,33 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                 dev_null = _dev_null_volumes(view)
             if mount.get("name") in dev_null:
                 path = f"{c.path}.volumeMounts[{i}].mountPath"
-                out.append(Finding(RULE, path, message(
-                    policy, RULE, view.subject, f"{c.label} mounts the host's /dev/null at {mp} ({path})",
-                    f'the NVIDIA container toolkit reads such a mount as a request for the device "{device}" '
-                    f"(\"all\" is every GPU on the node), bypassing allocation", "remove the mount")))
+                out.append(Finding(
+                    path=path,
+                    what=f"{c.label} mounts the host's /dev/null at {mp} ({path})",
+                    why=f'the NVIDIA container toolkit reads such a mount as a request for the device "{device}" '
+                        f"(\"all\" is every GPU on the node), bypassing allocation",
+                    fix="remove the mount"))
     for i, vol in enumerate(as_list(view.spec.get("volumes"))):
         if type(vol) is not dict or "hostPath" not in vol:
             continue
         host = as_str(as_dict(vol["hostPath"]).get("path"))
         if host and device_host_path(host):
             path = f"{view.prefix}.volumes[{i}].hostPath.path"
-            out.append(Finding(RULE, path, message(
-                policy, RULE, view.subject, f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})'
-                f"{_resolved(host)}",
-                "GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
-                "remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")))
+            out.append(Finding(
+                path=path,
+                what=f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})'
+                     f"{_resolved(host)}",
+                why="GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
+                fix="remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim"))
     annotations = view.meta.get("annotations")
     cdi = [k for k in annotations if type(k) is str and k.startswith(ANNOTATION_PREFIXES)] \
         if type(annotations) is dict else ()
     if cdi:
         for key in sorted(cdi):
             path = f'{_meta_path(view)}.annotations["{key}"]'
-            out.append(Finding(RULE, path, message(
-                policy, RULE, view.subject, f"annotation {key} ({path}) asks the runtime for CDI devices",
-                "CDI/NRI device annotations inject devices without allocation", "remove the annotation")))
+            out.append(Finding(
+                path=path,
+                what=f"annotation {key} ({path}) asks the runtime for CDI devices",
+                why="CDI/NRI device annotations inject devices without allocation",
+                fix="remove the annotation"))
     return out

@@ -1,7 +1,7 @@
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message, names
+from webhook.policy.messages import names
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -26,9 +26,12 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         use = facts.dra_resources[0]
         served_by = use.device_class.name if use.device_class else "?"  # always set on a DRA-served resource
         other = f"{use.resource} (DRA, DeviceClass \"{served_by}\", {use.path})"
-        joined = f"and {other}" if use.container.name == dp.container.name else f"while {use.container.label} requests {other}"
+        joined = (f"and {other}" if use.container.name == dp.container.name
+                  else f"while {use.container.label} requests {other}")
         keep = "one of the two resources"
     what = f"{dp.container.label} requests {dp.resource} ({dp.path}) {joined}"
-    return [Finding(RULE, dp.path, message(
-        policy, RULE, facts.view.subject, what,
-        "the same GPU must come from one mechanism only (device plugin or DRA)", f"keep {keep}"))]
+    return [Finding(
+        path=dp.path,
+        what=what,
+        why="the same GPU must come from one mechanism only (device plugin or DRA)",
+        fix=f"keep {keep}")]

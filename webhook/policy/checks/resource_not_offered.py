@@ -1,7 +1,11 @@
-from webhook.config.model import DEVICE_PLUGIN, DRA, Policy
+from collections.abc import Iterable
+
+from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, DeviceClassInfo, Policy
+from webhook.objects.claims import DeviceRequest
 from webhook.policy.context import Context
+from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message, names
+from webhook.policy.messages import names, plural, quoted
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -9,21 +13,22 @@ RULE = Rule.RESOURCE_NOT_OFFERED
 MIG_PREFIX = "nvidia.com/mig-"
 
 
-def class_problem(cohort, info) -> str | None:
+def class_problem(cohort: Cohort, info: DeviceClassInfo) -> str | None:
     """Why a DRA cohort does not offer what a DeviceClass selects; None when it does."""
     if cohort.device_classes and info.name not in cohort.device_classes:
-        listed = [f'"{c}"' for c in cohort.device_classes]
-        return f"the cohort offers only the DeviceClass{'es' if len(listed) > 1 else ''} {names(listed)}"
+        listed = cohort.device_classes
+        return f"the cohort offers only the {plural(listed, 'DeviceClass', 'es')} {names(quoted(listed))}"
     if info.driver and cohort.driver and info.driver != cohort.driver:
         return f"it selects devices of the driver {info.driver}; the cohort runs {cohort.driver}"
     if cohort.device_types and info.device_type and info.device_type not in cohort.device_types:
         return (f"it selects devices of type {info.device_type}; the cohort offers only type "
                 f"{names(cohort.device_types)} (full GPUs)" if cohort.device_types == ("gpu",) else
-                f"it selects devices of type {info.device_type}; the cohort offers only type {names(cohort.device_types)}")
+                f"it selects devices of type {info.device_type}; the cohort offers only type "
+                f"{names(cohort.device_types)}")
     return None
 
 
-def _device_plugin(facts, cohort, policy):
+def _device_plugin(facts: GpuFacts, cohort: Cohort, policy: Policy) -> list[Finding]:
     offered = cohort.offered_resources()
     sharing = cohort.time_slicing is not None or cohort.mps is not None
     out = []
@@ -42,7 +47,8 @@ def _device_plugin(facts, cohort, policy):
             fix = f"request {name}.shared: 1, or target a cohort with exclusive GPUs"
         elif unrenamed:
             base = name[: -len(".shared")]
-            why = f"the cohort shares its GPUs without renameByDefault, so its nodes advertise the shared replicas as {base}"
+            why = ("the cohort shares its GPUs without renameByDefault, so its nodes advertise the shared replicas "
+                   f"as {base}")
             fix = f"request {base}"
         elif name.startswith(MIG_PREFIX):
             profile = name[len(MIG_PREFIX):]
@@ -59,54 +65,71 @@ def _device_plugin(facts, cohort, policy):
                 why = f"profile {profile} is not in this cohort's MIG profile table ({table})"
         else:
             why = "no node of the cohort advertises it, so the pod never schedules"
-        out.append(Finding(RULE, use.path, message(
-            policy, RULE, facts.view.subject,
-            f'{use.container.label} requests {name} ({use.path}) on cohort "{cohort.name}"', why, fix)))
+        out.append(Finding(
+            path=use.path,
+            what=f'{use.container.label} requests {name} ({use.path}) on cohort "{cohort.name}"',
+            why=why,
+            fix=fix))
     return out
 
 
-def unoffered(leaves, cohort, context):
+def unoffered(leaves: Iterable[DeviceRequest], cohort: Cohort,
+              context: Context) -> list[tuple[DeviceRequest, DeviceClassInfo, str]]:
     """(leaf, DeviceClass, why) for each GPU request leaf the cohort does not offer. Of a request's
     firstAvailable alternatives only one has to be offered: the scheduler takes the first the node has."""
     problems = []
+    offered_requests = set()
     for leaf in leaves:
         info = context.device_class(leaf.device_class)
-        problems.append((leaf, info, class_problem(cohort, info) if info else None))
-    offered_requests = {leaf.path.split(".firstAvailable[")[0] for leaf, _, why in problems if why is None}
+        why = class_problem(cohort, info) if info else None
+        if info is None or why is None:
+            offered_requests.add(leaf.path.split(".firstAvailable[")[0])
+        else:
+            problems.append((leaf, info, why))
     return [(leaf, info, why) for leaf, info, why in problems
-            if why is not None and leaf.path.split(".firstAvailable[")[0] not in offered_requests]
+            if leaf.path.split(".firstAvailable[")[0] not in offered_requests]
 
 
-def _example(cohort) -> str:
+def _example(cohort: Cohort) -> str:
     return cohort.device_classes[0] if cohort.device_classes else cohort.driver or "gpu.nvidia.com"
 
 
-def check_claim(subject, leaves, cohort, context, policy) -> list[Finding]:
-    """A ResourceClaim or template object on its own (the namespace's DRA cohort)."""
-    return [Finding(RULE, f"{leaf.path}.deviceClassName", message(
-        policy, RULE, subject, f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
-        f'({leaf.path}.deviceClassName) on cohort "{cohort.name}"', why,
-        f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}"))
-        for leaf, info, why in unoffered(leaves, cohort, context)]
+def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[Finding]:
+    """A GPU ResourceClaim or template on its own (bound for the namespace's DRA cohort)."""
+    cohort = facts.cohort
+    if cohort is None or not facts.gpu_leaves:
+        return []
+    return [Finding(
+        path=f"{leaf.path}.deviceClassName",
+        what=f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
+             f'({leaf.path}.deviceClassName) on cohort "{cohort.name}"',
+        why=why,
+        fix=f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}")
+        for leaf, info, why in unoffered(facts.gpu_leaves, cohort, context)]
 
 
-def _dra(facts, cohort, context, policy):
+def _dra(facts: GpuFacts, cohort: Cohort, context: Context, policy: Policy) -> list[Finding]:
     out = []
     for claim in facts.gpu_claims:
         word = "template" if claim.ref_kind == "ResourceClaimTemplate" else "ResourceClaim"
         for req, info, problem in unoffered(claim.gpu_requests, cohort, context):
-            out.append(Finding(RULE, claim.path, message(
-                policy, RULE, facts.view.subject,
-                f'claim "{claim.name}" ({claim.path}) uses {word} "{claim.ref_name}", whose request "{req.name}" '
-                f'({req.path}) asks for DeviceClass "{info.name}" on cohort "{cohort.name}"', problem,
-                f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}")))
+            out.append(Finding(
+                path=claim.path,
+                what=f'claim "{claim.name}" ({claim.path}) uses {word} "{claim.ref_name}", whose request "{req.name}" '
+                     f'({req.path}) asks for DeviceClass "{info.name}" on cohort "{cohort.name}"',
+                why=problem,
+                fix=f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}"))
     for use in facts.dra_resources:
-        problem = class_problem(cohort, use.device_class)
-        if problem:
-            out.append(Finding(RULE, use.path, message(
-                policy, RULE, facts.view.subject,
-                f'{use.container.label} requests {use.resource} ({use.path}), DeviceClass "{use.device_class.name}", '
-                f'on cohort "{cohort.name}"', problem, "request a DeviceClass the cohort offers")))
+        assert use.device_class is not None  # DRA serves it
+        why = class_problem(cohort, use.device_class)
+        if why:
+            out.append(Finding(
+                path=use.path,
+                what=f'{use.container.label} requests {use.resource} ({use.path}), DeviceClass '
+                     f'"{use.device_class.name}", '
+                     f'on cohort "{cohort.name}"',
+                why=why,
+                fix="request a DeviceClass the cohort offers"))
     return out
 
 

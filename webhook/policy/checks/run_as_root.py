@@ -1,17 +1,17 @@
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, integer
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.RUN_AS_ROOT
 
 
-def _contradictions(sc: Mapping, security: SecurityDefaults, container: bool) -> list[tuple[str, str, str]]:
+def _contradictions(sc: Mapping[str, Any], security: SecurityDefaults, container: bool) -> list[tuple[str, str, str]]:
     """(field, what, fix) for each setting of `sc` that contradicts the defaults. Runs for every
     securityContext of every cohort-bound pod: it only reads the four fields that can contradict."""
     out = []
@@ -49,8 +49,10 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     out = []
     for who, base, (field, what, fix) in found:
         path = f"{base}.{field}"
-        out.append(Finding(RULE, path, message(
-            policy, RULE, view.subject, f"{who} sets {what} ({path})",
-            f'workloads on GPU cohort "{cohort.name}" run as non-root (UID {security.run_as_user}) without '
-            "privilege escalation or added capabilities", fix)))
+        out.append(Finding(
+            path=path,
+            what=f"{who} sets {what} ({path})",
+            why=f'workloads on GPU cohort "{cohort.name}" run as non-root (UID {security.run_as_user}) without '
+                "privilege escalation or added capabilities",
+            fix=fix))
     return out

@@ -1,7 +1,6 @@
 from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -16,8 +15,9 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if runtime is None or runtime == cohort.runtime_class_name:
         return []
     path = f"{facts.view.prefix}.runtimeClassName"
-    return [Finding(RULE, path, message(
-        policy, RULE, facts.view.subject, f'runtimeClassName is "{runtime}" ({path}) in a device-plugin GPU pod',
-        f'cohort "{cohort.name}" injects GPUs through the {cohort.runtime_class_name} RuntimeClass (its containerd '
-        "handler); another runtime starts the container without them",
-        f"set runtimeClassName: {cohort.runtime_class_name}, or remove it and let the webhook set it"))]
+    return [Finding(
+        path=path,
+        what=f'runtimeClassName is "{runtime}" ({path}) in a device-plugin GPU pod',
+        why=f'cohort "{cohort.name}" injects GPUs through the {cohort.runtime_class_name} RuntimeClass (its containerd '
+            "handler); another runtime starts the container without them",
+        fix=f"set runtimeClassName: {cohort.runtime_class_name}, or remove it and let the webhook set it")]

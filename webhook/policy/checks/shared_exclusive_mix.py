@@ -1,7 +1,8 @@
+from typing import Any
+
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -30,7 +31,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         return []
     shared = shared_names(facts)
     out = []
-    per_container: dict[str, list] = {}
+    per_container: dict[str, list[Any]] = {}
     if len(facts.device_plugin) > 1:  # a mix needs two resources
         for use in facts.device_plugin:
             per_container.setdefault(use.container.name, []).append(use)
@@ -40,11 +41,13 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         # Without renaming, time-sliced replicas keep the exclusive name: the two forms are one resource.
         if sh and ex and sh[0].resource != ex[0].resource:
             c = uses[0].container
-            out.append(Finding(RULE, ex[0].path, message(
-                policy, RULE, facts.view.subject,
-                f"{c.label} requests the exclusive {ex[0].resource} and the shared {sh[0].resource} ({ex[0].path})",
-                "a container gets either a whole GPU or time-shared replicas; together they give unpredictable "
-                "isolation and memory", f"keep either {ex[0].resource} or {sh[0].resource}")))
+            out.append(Finding(
+                path=ex[0].path,
+                what=f"{c.label} requests the exclusive {ex[0].resource} and the shared {sh[0].resource} "
+                     f"({ex[0].path})",
+                why="a container gets either a whole GPU or time-shared replicas; together they give unpredictable "
+                    "isolation and memory",
+                fix=f"keep either {ex[0].resource} or {sh[0].resource}"))
     if marked_exclusive(facts, policy):
         for use in facts.device_plugin:
             if not is_shared(use.resource, shared):
@@ -60,16 +63,17 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                 how = "MPS" if cohort.mps is not None and use.resource in cohort.mps.exposed_names() else "time-sliced"
                 what = f'{use.resource} ({use.path}), which cohort "{cohort.name}" hands out as {how} replicas,'
                 fix = "target a cohort whose GPUs are not shared, or remove the label"
-            out.append(Finding(RULE, use.path, message(
-                policy, RULE, facts.view.subject,
-                f"{use.container.label} requests {what} in a workload labelled {policy.exclusive_label}=true",
-                "shared replicas have no memory or fault isolation from other pods", fix)))
+            out.append(Finding(
+                path=use.path,
+                what=f"{use.container.label} requests {what} in a workload labelled {policy.exclusive_label}=true",
+                why="shared replicas have no memory or fault isolation from other pods",
+                fix=fix))
         for claim in facts.gpu_claims:
             for strategy in claim.sharing:
-                out.append(Finding(RULE, claim.path, message(
-                    policy, RULE, facts.view.subject,
-                    f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing in a workload '
-                    f"labelled {policy.exclusive_label}=true",
-                    "shared GPUs have no memory or fault isolation from other workloads",
-                    "use a claim without a sharing config, or remove the label")))
+                out.append(Finding(
+                    path=claim.path,
+                    what=f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing in a workload '
+                         f"labelled {policy.exclusive_label}=true",
+                    why="shared GPUs have no memory or fault isolation from other workloads",
+                    fix="use a claim without a sharing config, or remove the label"))
     return out

@@ -1,14 +1,13 @@
-from webhook.config.model import DEVICE_PLUGIN, Policy
+from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.SHARED_REQUEST_COUNT
 
 
-def failing_shared_names(cohort) -> dict[str, str]:
+def failing_shared_names(cohort: Cohort) -> dict[str, str]:
     """Shared resource name -> "time-sliced" | "MPS", for sharing that fails requests above 1."""
     out = {}
     for sharing, word in ((cohort.time_slicing, "time-sliced"), (cohort.mps, "MPS")):
@@ -30,10 +29,12 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     for use in several:
         word = failing.get(use.resource)
         if word:
-            out.append(Finding(RULE, use.path, message(
-                policy, RULE, facts.view.subject,
-                f"{use.container.label} requests {use.amount:g} of the {word} resource {use.resource} ({use.path})",
-                f'cohort "{cohort.name}" fails requests for more than one shared replica at allocation time on the node '
-                "(UnexpectedAdmissionError, long after admission), and more replicas buy neither memory nor "
-                "proportional compute", f"request {use.resource}: 1")))
+            out.append(Finding(
+                path=use.path,
+                what=f"{use.container.label} requests {use.amount:g} of the {word} resource {use.resource} "
+                     f"({use.path})",
+                why=f'cohort "{cohort.name}" fails requests for more than one shared replica at allocation time on the '
+                    "node (UnexpectedAdmissionError, long after admission), and more replicas buy neither memory nor "
+                    "proportional compute",
+                fix=f"request {use.resource}: 1"))
     return out

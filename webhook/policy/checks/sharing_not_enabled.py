@@ -1,14 +1,18 @@
-from webhook.config.model import DEVICE_PLUGIN, DRA, Policy
+from collections.abc import Iterator
+
+from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
+from webhook.objects.claims import ClaimSpec
 from webhook.policy.context import Context
+from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message, names
+from webhook.policy.messages import names
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.SHARING_NOT_ENABLED
 
 
-def claim_sharing_problems(spec, cohort, policy):
+def claim_sharing_problems(spec: ClaimSpec, cohort: Cohort, policy: Policy) -> Iterator[tuple[str, str]]:
     """(path, strategy) of opaque GPU configs asking for sharing that a DRA cohort does not enable."""
     for config in spec.configs:
         strategy = config.sharing_strategy
@@ -17,7 +21,7 @@ def claim_sharing_problems(spec, cohort, policy):
             yield config.path, strategy
 
 
-def dra_fix(cohort) -> str:
+def dra_fix(cohort: Cohort) -> str:
     allowed = names(cohort.sharing_strategies)
     return (f"use {allowed} or remove the sharing config" if allowed else
             "remove the sharing config (exclusive GPUs), or have the GPU owner enable the driver's sharing feature "
@@ -32,25 +36,35 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if cohort.mechanism == DEVICE_PLUGIN and cohort.time_slicing is None and cohort.mps is None:
         for use in facts.device_plugin:
             if use.resource.endswith(".shared"):
-                out.append(Finding(RULE, use.path, message(
-                    policy, RULE, facts.view.subject,
-                    f'{use.container.label} requests the shared resource {use.resource} ({use.path}) on cohort '
-                    f'"{cohort.name}"', "the cohort does not enable time-slicing or MPS, so no node advertises shared "
-                    "replicas and the pod never schedules", "request nvidia.com/gpu (a whole GPU)")))
+                out.append(Finding(
+                    path=use.path,
+                    what=f'{use.container.label} requests the shared resource {use.resource} ({use.path}) on cohort '
+                         f'"{cohort.name}"',
+                    why="the cohort does not enable time-slicing or MPS, so no node advertises shared "
+                        "replicas and the pod never schedules",
+                    fix="request nvidia.com/gpu (a whole GPU)"))
     elif cohort.mechanism == DRA:
         for claim in facts.gpu_claims:
+            if claim.spec is None:  # a GPU claim was resolved
+                continue
             for path, strategy in claim_sharing_problems(claim.spec, cohort, policy):
-                out.append(Finding(RULE, claim.path, message(
-                    policy, RULE, facts.view.subject,
-                    f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing ({path}) on '
-                    f'cohort "{cohort.name}"', f"{strategy} is an Alpha driver feature this cohort does not enable",
-                    dra_fix(cohort))))
+                out.append(Finding(
+                    path=claim.path,
+                    what=f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing ({path}) on '
+                         f'cohort "{cohort.name}"',
+                    why=f"{strategy} is an Alpha driver feature this cohort does not enable",
+                    fix=dra_fix(cohort)))
     return out
 
 
-def check_claim(subject, spec, word, cohort, policy) -> list[Finding]:
-    """A ResourceClaim or template object on its own (the namespace's DRA cohort)."""
-    return [Finding(RULE, path, message(
-        policy, RULE, subject, f'the {word} asks for {strategy} sharing ({path}) on cohort "{cohort.name}"',
-        f"{strategy} is an Alpha driver feature this cohort does not enable", dra_fix(cohort)))
+def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[Finding]:
+    """A GPU ResourceClaim or template on its own (bound for the namespace's DRA cohort)."""
+    spec, cohort = facts.claim, facts.cohort
+    if spec is None or cohort is None or not facts.gpu_leaves:
+        return []
+    return [Finding(
+        path=path,
+        what=f'the {facts.word} asks for {strategy} sharing ({path}) on cohort "{cohort.name}"',
+        why=f"{strategy} is an Alpha driver feature this cohort does not enable",
+        fix=dra_fix(cohort))
         for path, strategy in claim_sharing_problems(spec, cohort, policy)]

@@ -1,11 +1,20 @@
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import IMPLICIT_PREFIX, GpuFacts
-from webhook.policy.messages import message, names
+from webhook.policy.messages import names, plural, quoted
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.UNRESOLVED_CLAIM
+
+
+WITH_THE_POD = "first (or give it to `gpu-admission check` with the pod)"
+CREATE_CLASS = f"create the DeviceClass {WITH_THE_POD}, list it under deviceClasses in the policy, or turn on " \
+    "DeviceClass lookups"
+
+
+def _unknown(what: str, to: str = "to this claim") -> str:
+    return f"without it the webhook cannot tell whether {what}, so the GPU rules were not applied {to}"
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -14,34 +23,28 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     out = []
     for claim in facts.claims:
         if claim.unresolved:
-            out.append(Finding(RULE, claim.path, message(
-                policy, RULE, facts.view.subject,
-                f'claim "{claim.name}" ({claim.path}) refers to {claim.ref} in namespace "{facts.view.namespace}", '
-                f"which could not be resolved ({claim.unresolved})",
-                "without it the webhook cannot tell whether the pod asks for GPUs, so the GPU rules were not applied "
-                "to this claim", f"create the {'template' if claim.ref_kind == 'ResourceClaimTemplate' else 'claim'} "
-                "first (or give it to `gpu-admission check` with the pod), or turn on claim lookups")))
+            word = "template" if claim.ref_kind == "ResourceClaimTemplate" else "claim"
+            out.append(Finding(
+                path=claim.path,
+                what=f'claim "{claim.name}" ({claim.path}) refers to {claim.ref} in namespace '
+                     f'"{facts.view.namespace}", which could not be resolved ({claim.unresolved})',
+                why=_unknown("the pod asks for GPUs"),
+                fix=f"create the {word} {WITH_THE_POD}, or turn on claim lookups"))
         elif claim.unknown_classes:
             classes = claim.unknown_classes
             reason = context.class_misses.get(classes[0]) or "not found"
-            out.append(Finding(RULE, claim.path, message(
-                policy, RULE, facts.view.subject,
-                f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for the DeviceClass'
-                f"{'es' if len(classes) > 1 else ''} {names(_quoted(classes))}, which could not be resolved ({reason})",
-                "without it the webhook cannot tell whether the claim means GPUs, so the GPU rules were not applied "
-                "to this claim", "create the DeviceClass first (or give it to `gpu-admission check` with the pod), "
-                "list it under deviceClasses in the policy, or turn on DeviceClass lookups")))
+            out.append(Finding(
+                path=claim.path,
+                what=f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for the '
+                     f"{plural(classes, 'DeviceClass', 'es')} {names(quoted(classes))}, which could not be "
+                     f"resolved ({reason})",
+                why=_unknown("the claim means GPUs"), fix=CREATE_CLASS))
     for use in facts.unknown_classes:
         name = use.resource[len(IMPLICIT_PREFIX):]
         reason = context.class_misses.get(name) or "not found"
-        out.append(Finding(RULE, use.path, message(
-            policy, RULE, facts.view.subject,
-            f'{use.container.label} requests {use.resource} ({use.path}), but the DeviceClass "{name}" could not be '
-            f"resolved ({reason})", "without it the webhook cannot tell whether the resource means GPUs, so the GPU "
-            "rules were not applied to it", "create the DeviceClass first (or give it to `gpu-admission check` with "
-            "the pod), list it under deviceClasses in the policy, or turn on DeviceClass lookups")))
+        out.append(Finding(
+            path=use.path,
+            what=f'{use.container.label} requests {use.resource} ({use.path}), but the DeviceClass "{name}" could not '
+                 f"be resolved ({reason})",
+            why=_unknown("the resource means GPUs", "to it"), fix=CREATE_CLASS))
     return out
-
-
-def _quoted(values):
-    return [f'"{v}"' for v in values]

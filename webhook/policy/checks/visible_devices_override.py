@@ -1,10 +1,12 @@
-from typing import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_str
+from webhook.objects.podspec import Container
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import message, names
+from webhook.policy.messages import names
 from webhook.policy.results import Finding
 from webhook.rules import Action, Rule
 
@@ -17,7 +19,7 @@ WHY_NO_GPU = ("the pod is allocated no GPU, so the variable grants nothing, and 
               "variables can expose GPUs of the node that no one allocated to it")
 
 
-def _env_sources(container):
+def _env_sources(container: Container) -> Iterator[tuple[int, str, str, str, bool]]:
     for i, src in enumerate(container.env_from):
         src = as_dict(src)
         prefix = as_str(src.get("prefix")) or ""
@@ -28,7 +30,7 @@ def _env_sources(container):
                 yield i, kind, name, prefix, ref.get("optional") is True
 
 
-def _source(env: Mapping) -> str:
+def _source(env: Mapping[str, Any]) -> str:
     """Where the variable's value comes from, named without the value itself."""
     value_from = as_dict(env.get("valueFrom"))
     for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
@@ -59,9 +61,11 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                     continue
             path = f"{c.path}.env[{i}]"
             how = _source(env)
-            out.append(Finding(RULE, path, message(
-                policy, RULE, facts.view.subject, f"{c.label} sets {name} ({path}, {how})", why,
-                f"remove {name} and ask for GPUs with resources.limits or a ResourceClaim")))
+            out.append(Finding(
+                path=path,
+                what=f"{c.label} sets {name} ({path}, {how})",
+                why=why,
+                fix=f"remove {name} and ask for GPUs with resources.limits or a ResourceClaim"))
         if not c.env_from:
             continue
         for i, kind, name, prefix, optional in _env_sources(c):
@@ -70,18 +74,21 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             if found is not None and found.found:
                 hits = sorted(v for v in (prefix + k for k in found.value) if v in variables)
                 if hits:
-                    out.append(Finding(RULE, path, message(
-                        policy, RULE, facts.view.subject,
-                        f'{c.label} takes {names(hits)} from {kind} "{name}" ({path}, envFrom)', why,
-                        f"remove {names(hits)} from the {kind}, or stop importing it with envFrom")))
+                    out.append(Finding(
+                        path=path,
+                        what=f'{c.label} takes {names(hits)} from {kind} "{name}" ({path}, envFrom)',
+                        why=why,
+                        fix=f"remove {names(hits)} from the {kind}, or stop importing it with envFrom"))
             elif not (optional and found is not None and found.reason == "not found") and _gpu_relevant(facts, policy):
                 reason = found.reason if found is not None else "cluster lookups are off"
-                out.append(Finding(RULE, path, message(
-                    policy, RULE, facts.view.subject,
-                    f'{c.label} imports {kind} "{name}" with envFrom ({path}), which could not be read ({reason})',
-                    f"it may set {names(sorted(variables & {'CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES'}))} "
-                    "for a GPU pod", f"make sure the {kind} holds none of the visible-devices variables, or turn on "
-                    f"the {kind} lookups"), cap=Action.WARN))
+                out.append(Finding(
+                    path=path,
+                    what=f'{c.label} imports {kind} "{name}" with envFrom ({path}), which could not be read ({reason})',
+                    why=f"it may set {names(sorted(variables & {'CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES'}))} "
+                        "for a GPU pod",
+                    fix=f"make sure the {kind} holds none of the visible-devices variables, or turn on "
+                        f"the {kind} lookups",
+                    cap=Action.WARN))
     return out
 
 

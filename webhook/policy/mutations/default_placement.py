@@ -1,11 +1,17 @@
+from collections.abc import Sequence
+from typing import Any
+
+from webhook.config.model import Policy, Toleration
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.policy.cohorts import INFERRED, NAMESPACE
+from webhook.policy.draft import Draft
+from webhook.policy.gpu import GpuFacts
 from webhook.rules import Rule
 
 RULE = Rule.DEFAULT_PLACEMENT
 
 
-def _tolerated(existing, wanted) -> bool:
+def _tolerated(existing: Sequence[Any], wanted: Toleration) -> bool:
     for t in existing:
         if type(t) is not dict or t.get("effect") not in (None, "", wanted.effect):
             continue
@@ -17,7 +23,7 @@ def _tolerated(existing, wanted) -> bool:
     return False
 
 
-def mutate(draft, facts, policy):
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str]]:
     choice = facts.choice
     if choice.cohort is None or choice.source not in (NAMESPACE, INFERRED):
         return []

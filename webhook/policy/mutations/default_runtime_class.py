@@ -1,10 +1,12 @@
-from webhook.config.model import DEVICE_PLUGIN
+from webhook.config.model import DEVICE_PLUGIN, Policy
+from webhook.policy.draft import Draft
+from webhook.policy.gpu import GpuFacts
 from webhook.rules import Rule
 
 RULE = Rule.DEFAULT_RUNTIME_CLASS
 
 
-def mutate(draft, facts, policy):
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str]]:
     cohort = facts.choice.cohort
     if cohort is None or cohort.mechanism != DEVICE_PLUGIN or not facts.device_plugin:
         return []

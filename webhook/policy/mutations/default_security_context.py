@@ -1,6 +1,10 @@
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, as_str, integer
+from webhook.policy.draft import Draft
+from webhook.policy.gpu import GpuFacts
 from webhook.rules import Rule
 
 RULE = Rule.DEFAULT_SECURITY_CONTEXT
@@ -8,8 +12,8 @@ RULE = Rule.DEFAULT_SECURITY_CONTEXT
 _ESCALATING_CAPS = {"SYS_ADMIN", "CAP_SYS_ADMIN"}
 
 
-def _container_defaults(sc: Mapping, security) -> dict:
-    out = {}
+def _container_defaults(sc: Mapping[str, Any], security: SecurityDefaults) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     caps = as_dict(sc.get("capabilities"))
     added = as_list(caps.get("add"))
     escalating = sc.get("privileged") is True or any(a in _ESCALATING_CAPS for a in added if type(a) is str)
@@ -22,7 +26,7 @@ def _container_defaults(sc: Mapping, security) -> dict:
     return out
 
 
-def mutate(draft, facts, policy):
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str]]:
     if facts.choice.cohort is None:
         return []
     spec = facts.view.spec
@@ -36,7 +40,7 @@ def mutate(draft, facts, policy):
         sc = c.raw.get("securityContext")
         if type(sc) is dict and integer(sc.get("runAsUser")) == 0:
             root_somewhere = True
-    pod_add = {}
+    pod_add: dict[str, Any] = {}
     if security.run_as_non_root is not None and "runAsNonRoot" not in pod_sc and not root_somewhere:
         pod_add["runAsNonRoot"] = security.run_as_non_root
     if security.run_as_user is not None and "runAsUser" not in pod_sc and pod_sc.get("runAsNonRoot") is not False:
@@ -58,7 +62,8 @@ def mutate(draft, facts, policy):
         node = draft.node("spec", c.section, index, "securityContext")
         if "capabilities" in add and type(node.get("capabilities")) is dict:
             # keep the user's capabilities.add; only drop is absent
-            draft.node("spec", c.section, index, "securityContext", "capabilities")["drop"] = add.pop("capabilities")["drop"]
+            capabilities = draft.node("spec", c.section, index, "securityContext", "capabilities")
+            capabilities["drop"] = add.pop("capabilities")["drop"]
         node.update(add)
         records.append((f"spec.{c.section}[{index}].securityContext", f"{c.label} " + ", ".join(added)))
     return records

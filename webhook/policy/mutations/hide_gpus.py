@@ -1,12 +1,15 @@
-from webhook.config.model import DEVICE_PLUGIN
+from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.objects.access import as_dict, as_list
+from webhook.policy.draft import Draft
+from webhook.policy.gpu import GpuFacts
 from webhook.rules import Rule
 
 RULE = Rule.HIDE_GPUS
 VARIABLE = "NVIDIA_VISIBLE_DEVICES"
 
 
-def mutate(draft, facts, policy, ephemeral: frozenset[str] | None = None):
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy,
+           ephemeral: frozenset[str] | None = None) -> list[tuple[str, str]]:
     """On pod CREATE: the containers and init containers that request no GPU. On an UPDATE of
     pods/ephemeralcontainers: the ephemeral containers it adds (`ephemeral`), which never request one; a
     CUDA image's ENV would otherwise give a debug container NVIDIA_VISIBLE_DEVICES=all."""

@@ -1,0 +1,38 @@
+"""Everything derived from the rule list (webhook/rules.py) is the rule list's: the docs index, a page per
+rule with its kind and default action, the docs link every message ends with."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support import REPO
+from tools.rule_docs import with_index
+from webhook.config import default_policy
+from webhook.rules import RULES, Rule
+
+RULE_DOCS = REPO / "docs" / "rules"
+
+
+def test_the_index_is_written_from_the_rule_list():
+    readme = (RULE_DOCS / "README.md").read_text(encoding="utf-8")
+    assert readme == with_index(readme), "run `make docs`"
+
+
+def test_every_rule_has_a_page_and_every_page_a_rule():
+    pages = {p.stem for p in RULE_DOCS.glob("*.md")} - {"README"}
+    assert pages == {r.value for r in Rule}
+
+
+@pytest.mark.parametrize("rule", list(Rule), ids=str)
+def test_a_rule_s_page_states_its_kind_and_default_action(rule):
+    text = (RULE_DOCS / f"{rule.value}.md").read_text(encoding="utf-8")
+    info = RULES[rule]
+    assert text.startswith(f"# {rule.value}\n")
+    assert re.search(r"^\| Kind \| (\w+) \|$", text, re.M).group(1) == ("mutation" if info.mutation else "validation")
+    assert re.search(r"^\| Default action \| `(\w+)`", text, re.M).group(1) == info.default.value
+
+
+@pytest.mark.parametrize("rule", list(Rule), ids=str)
+def test_the_docs_link_names_the_rule_s_page(rule):
+    assert default_policy().docs_url(rule).endswith(f"/docs/rules/{rule.value}.md")

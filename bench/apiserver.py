@@ -52,6 +52,9 @@ CONNECTIONS = 8
 
 def noop_app(environ, start_response):
     """The no-op webhook: what any webhook must do (read the review, answer allowed for its uid)."""
+    if environ["REQUEST_METHOD"] != "POST":  # the start-up probe's GET /healthz
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+        return [b"ok"]
     review = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "response": {"uid": review["request"]["uid"], "allowed": True}}).encode()

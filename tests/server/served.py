@@ -83,8 +83,9 @@ class Served:
 
 
 @contextlib.contextmanager
-def serve(tmp_path: Path, **env: str):
-    """The server with the deployed defaults, `env` (GPU_ADMISSION_* names without the prefix) over them."""
+def serve(tmp_path: Path, *, app: str = "webhook.server.wsgi:app", **env: str):
+    """The server with the deployed defaults, `env` (GPU_ADMISSION_* names without the prefix) over them; `app`
+    another WSGI app (a module in `tmp_path`, the server's cwd, is importable)."""
     raise_open_file_limit()
     bundle = certs.generate(SERVICE, NAMESPACE)
     for name, data in (("tls.crt", bundle.cert), ("tls.key", bundle.key), ("ca.crt", bundle.ca_cert)):
@@ -99,7 +100,7 @@ def serve(tmp_path: Path, **env: str):
     log = tmp_path / "stderr.log"
     with log.open("wb") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--config", "python:webhook.server.gunicorn_conf",
-                                 "webhook.server.wsgi:app"], cwd=tmp_path, env=environ, stdout=stderr, stderr=stderr,
+                                 app], cwd=tmp_path, env=environ, stdout=stderr, stderr=stderr,
                                 start_new_session=True)
     served = Served(proc, port, tmp_path / "ca.crt", log)
     try:

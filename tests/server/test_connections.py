@@ -356,3 +356,28 @@ def test_the_bodies_a_worker_holds_are_bounded_in_total(tmp_path):
         status, _, _ = _read_response(again.makefile("rb"))
         again.close()
         assert status == 400
+
+
+RAISING_APP = '''
+def app(environ, start_response):
+    if environ["PATH_INFO"] == "/readyz":
+        start_response("200 OK", [("Content-Length", "2")])
+        return [b"ok"]
+    raise RuntimeError("a secret the answer must not carry")
+'''
+
+
+def test_an_app_that_raises_gets_a_500_status_not_a_silent_close(tmp_path):
+    """The webhook's own app answers every error itself; a WSGI app that raises anyway (a bug) still gets its
+    client an answer, a Kubernetes Status without the exception's text, rather than a closed connection."""
+    (tmp_path / "raising.py").write_text(RAISING_APP)
+    with serve(tmp_path, app="raising:app", WORKERS="1") as server:
+        sock = server.tls_socket()
+        try:
+            sock.sendall(_request(_review()))
+            status, headers, body = _read_response(sock.makefile("rb"))
+        finally:
+            sock.close()
+        assert status == 500 and headers["connection"] == "close"
+        assert json.loads(body)["reason"] == "InternalError" and b"secret" not in body
+        assert any(r.get("event") == "internal-error" and r.get("error") == "RuntimeError" for r in server.records())

@@ -236,6 +236,11 @@ class AdmissionWorker(GeventWorker):
                     self.handle_request(listener_name, req, client, addr)
                 except StopIteration:
                     return unread
+                except (OSError, ssl.SSLError):
+                    raise
+                except Exception as exc:  # the app raised before it answered: a 500, never a silent close
+                    self._app_failed(client, exc)
+                    return True
             finally:
                 self._buffered -= held
             if unread:  # never kept alive with a body left on the wire
@@ -287,6 +292,15 @@ class AdmissionWorker(GeventWorker):
             log.warning("request body refused: the worker holds as many request bodies as it may", extra={
                 "fields": {"event": "bodies-full", "max_buffered_bytes": self.limits.max_buffered_bytes,
                            "refused": self._full}})
+
+    def _app_failed(self, client, exc: Exception) -> None:
+        log.error("the application raised before it answered; answered 500 and closed", extra={"fields": {
+            "event": "internal-error", "error": type(exc).__name__}})
+        try:
+            _write(client, http_status(500, "InternalError", "the server failed to answer this request; see its log",
+                                       close=True))
+        except (OSError, ssl.SSLError):
+            pass
 
     def handle_error(self, req, client, addr, exc):
         """A request gunicorn could not parse: a Kubernetes Status in JSON (gunicorn's own answer is an

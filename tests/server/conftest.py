@@ -11,6 +11,7 @@ import yaml
 
 from webhook.app import create_app
 from webhook.config.load import DEFAULT_PATH
+from webhook.rules import DEFAULT_ACTIONS, VALIDATIONS, Action
 from webhook.settings import Settings
 
 from tests.support import API_TESTDATA, REAL_MANIFESTS
@@ -21,10 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "tests" / "data" / "seed"
 
 # Policies by name: the shipped default with a few keys replaced. Every mode of DESIGN.md section 7.
-ALL_RULES_WARN = "rules: {" + ", ".join(f"{r}: warn" for r in (
-    "double-mechanism", "cohort-mismatch", "resource-not-offered", "shared-request-count", "shared-exclusive-mix",
-    "sharing-not-enabled", "visible-devices-override", "device-access-bypass", "runtime-class-conflict",
-    "claim-shape", "legacy-api")) + "}"
+# Every rule that denies by default, set to warn (derived from the rule table: a new rule is in it).
+ALL_RULES_WARN = "rules: {" + ", ".join(f"{r.value}: warn" for r in VALIDATIONS
+                                        if DEFAULT_ACTIONS[r] is Action.ENFORCE) + "}"
 MODES = {
     "enforce": "",
     "warn": ALL_RULES_WARN,

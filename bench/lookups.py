@@ -35,7 +35,7 @@ from webhook.lookups.cluster import ClusterResolver  # noqa: E402
 from webhook.lookups.kubeconfig import load_api_client  # noqa: E402
 
 SEED = REPO / "tests" / "data" / "seed"
-REAL = REPO.parent / "shared" / "fixtures" / "real-manifests"
+REAL = REPO / "tests" / "data" / "fixtures" / "real-manifests"  # copies of the shared fixtures
 CLUSTER_FILES = (SEED / "dra-manifests.yaml",
                  REAL / "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test1.yaml",
                  REAL / "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test3.yaml")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import yaml
@@ -17,6 +18,13 @@ SEED = DATA / "seed"
 H200_LGIP = FIXTURES / "nvidia-smi-h200" / "mig-lgip.txt"
 GOLDEN = REPO / "tests" / "golden"
 GOLDEN_RULES = GOLDEN / "rules"  # written by the policy tests' `golden` fixture (tests/policy/conftest.py)
+
+
+def free_port() -> int:
+    """A loopback port no one listens on now (the kernel's pick), for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def group_pids(pgid: int) -> list[int]:

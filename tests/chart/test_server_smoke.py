@@ -18,17 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import free_port
+
 from .conftest import rendered_set
 from .test_dockerfile import ENTRYPOINT
 
 pytestmark = pytest.mark.slow
 ROOT = "/etc/gpu-admission"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +46,10 @@ def server(tmp_path_factory):
         elif mount["name"] == "tls":
             for key, data in secret["data"].items():
                 (target / key).write_bytes(base64.b64decode(data))
-    port = _free_port()
+    port = free_port()
     env = {k: v.replace(ROOT, str(base / ROOT.lstrip("/"))) for k, v in env.items()}
     env["GPU_ADMISSION_BIND"] = f"127.0.0.1:{port}"
-    health_port = _free_port()
+    health_port = free_port()
     env["GPU_ADMISSION_HEALTH_BIND"] = f"127.0.0.1:{health_port}"
     env["GPU_ADMISSION_WORKERS"] = "1"
     process_env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(base / "tmp"), **env}

@@ -5,7 +5,6 @@ healthy server raises no alert but the one its own invalid requests earn."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import threading
 import time
@@ -18,6 +17,7 @@ import yaml
 from tests.chart.conftest import NAMESPACE, RELEASE
 from tests.server.apiserver import ApiServer
 from tests.server.test_gunicorn import POD, SERVER_NAME, deployed  # noqa: F401 (the fixture)
+from tests.support import free_port
 
 from .conftest import alert_rules, binary, dashboard_queries
 
@@ -28,12 +28,6 @@ MAIN_PANELS = {"Versions running", "Replicas answering scrapes", "Certificate ex
                "Patches by rule", "Latency", "Errors"}
 VARIABLES = {"$namespace": NAMESPACE, "$job": RELEASE}
 DEADLINE = 40.0  # seconds for Prometheus to start, scrape and have every main panel filled
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Prometheus:
@@ -66,7 +60,7 @@ def prometheus(deployed, tmp_path, rule_groups):  # noqa: F811
         }],
     }
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "prometheus.log").open("wb")
     proc = subprocess.Popen([binary("prometheus"), f"--config.file={tmp_path / 'prometheus.yml'}",
                              f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{port}",

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from webhook.server import certs
 
+from tests.support import free_port
+
 from .apiserver import ApiServer
 from .conftest import policy_text
 
@@ -32,12 +34,6 @@ def raise_open_file_limit() -> int:
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return hard
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -269,7 +269,7 @@ def test_the_probes_listener_answers_while_the_admission_port_is_full(tmp_path):
     cap: a flood that fills the admission port's cap does not fail them, and it serves nothing else."""
     import http.client
 
-    from .served import free_port
+    from tests.support import free_port
 
     health = free_port()
     with serve(tmp_path, WORKERS="1", MAX_CONNECTIONS="20", HEALTH_BIND=f"127.0.0.1:{health}") as s:

@@ -21,7 +21,7 @@ import pytest
 from cryptography import x509
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import group_pids
+from tests.support import free_port, group_pids
 from webhook.server import certs
 from webhook.server.runner import METRICS_FLUSH_SECONDS
 
@@ -86,12 +86,6 @@ class Deployed:
             conn.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _listeners(pgid: int, port: int) -> dict[int, int]:
     """How many sockets listening on `port` each process of the group holds (Linux /proc)."""
     inodes = set()
@@ -131,7 +125,7 @@ def deployed(tmp_path):
     tls = Volume(tmp_path / "tls", {"tls.crt": bundle.cert, "tls.key": bundle.key, "ca.crt": bundle.ca_cert})
     (tmp_path / "ca.crt").write_bytes(bundle.ca_cert)  # the webhook configurations' caBundle
     policy = Volume(tmp_path / "policy", {"policy.yaml": policy_text()})
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPU_ADMISSION_", "PROMETHEUS_"))}
     env.update(GPU_ADMISSION_BIND=f"127.0.0.1:{port}", GPU_ADMISSION_TLS_CERT=str(tmp_path / "tls" / "tls.crt"),
                GPU_ADMISSION_TLS_KEY=str(tmp_path / "tls" / "tls.key"),

@@ -7,7 +7,6 @@ import json
 import os
 import shlex
 import signal
-import socket
 import ssl
 import stat
 import subprocess
@@ -19,15 +18,11 @@ from urllib.parse import urlsplit
 import pytest
 
 
+from tests.support import free_port
+
 from .conftest import REPO, policy_text
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _serve(cwd: Path, *args: str) -> subprocess.Popen:
@@ -88,7 +83,7 @@ def _ready(port: int, ca: Path) -> None:
 
 
 def test_serve_on_a_fresh_machine(tmp_path):
-    port = _free_port()
+    port = free_port()
     proc = _serve(tmp_path, "--bind", f"127.0.0.1:{port}")
     try:
         lines = _usage(proc)
@@ -112,11 +107,11 @@ def test_serve_on_a_fresh_machine(tmp_path):
 
 def test_serve_reuses_its_certificates_and_takes_a_policy(tmp_path):
     (tmp_path / "policy.yaml").write_text(policy_text("mode: audit"))
-    first = _serve(tmp_path, "--bind", f"127.0.0.1:{_free_port()}")
+    first = _serve(tmp_path, "--bind", f"127.0.0.1:{free_port()}")
     _usage(first)
     _stop(first)
     before = (tmp_path / "certs" / "tls.crt").read_bytes()
-    port = _free_port()
+    port = free_port()
     proc = _serve(tmp_path, "--bind", f"127.0.0.1:{port}", "--policy", "policy.yaml")
     try:
         lines = _usage(proc)

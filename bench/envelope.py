@@ -7,13 +7,13 @@ ceiling of the webhook's: the policy's share of the request is what lies between
 from __future__ import annotations
 
 from webhook import review
-from webhook.handlers.outcome import Outcome
+from webhook.handlers.outcome import allow
 
-_ALLOWED = Outcome(allowed=True)
+_ALLOWED = allow()
 
 
 def app(environ, start_response):
     body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-    payload = review.dumps(review.response(review.parse(body)["uid"], _ALLOWED, mutating=False))
+    payload = review.dumps(review.response(review.parse(body).uid, _ALLOWED, mutating=False))
     start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
     return [payload]

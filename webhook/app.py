@@ -6,15 +6,15 @@ from dataclasses import dataclass
 
 from flask import Flask
 
-from webhook import routes
+from webhook import transport
 from webhook.admission import Admission
-from webhook.lookups.base import Resolver
+from webhook.config.store import PolicyStore
 from webhook.lookups.cluster import ClusterResolver, build_resolver
 from webhook.lookups.kubeconfig import ClusterConfigError
 from webhook.metrics import Metrics
+from webhook.objects.lookup import Resolver
 from webhook.server import tls
 from webhook.server.logs import LOGGER
-from webhook.server.reload import PolicyStore
 from webhook.settings import Settings
 
 EXTENSION = "gpu-admission"
@@ -54,7 +54,7 @@ def create_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask
     app = Flask(__name__)
     runtime = Runtime(settings, store, metrics, admission)
     app.extensions[EXTENSION] = runtime
-    routes.register(app, runtime)
+    transport.register(app, runtime)
     return app
 
 

@@ -8,38 +8,36 @@ from __future__ import annotations
 
 from webhook import handlers
 from webhook.config import Policy
-from webhook.handlers.outcome import Outcome
-from webhook.lookups.base import Resolver
+from webhook.handlers.outcome import Outcome, allow
+from webhook.handlers.request import AdmissionRequest
+from webhook.objects.lookup import Resolver
+from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.objects.kinds import BY_RESOURCE, SUBRESOURCES
-from webhook.policy.checks.device_access_bypass import ANNOTATION_PREFIXES
 
 _UNREAD = frozenset({"metadata", "status"})
 
 
-def decide(request: dict, *, mutating: bool, policy: Policy, resolver: Resolver) -> Outcome:
+def decide(request: AdmissionRequest, *, mutating: bool, policy: Policy, resolver: Resolver) -> Outcome:
     reason = never_blocked(request)
     if reason:
-        return Outcome(allowed=True, reason=reason)
+        return allow(reason=reason)
     handler = handlers.mutate if mutating else handlers.validate
     return handler(request, policy=policy, resolver=resolver)
 
 
-def never_blocked(request: dict) -> str:
+def never_blocked(request: AdmissionRequest) -> str:
     """Why the request is allowed without evaluation, or "" when the handlers must see it."""
-    operation = request["operation"]
+    operation = request.operation
     if operation in ("DELETE", "CONNECT"):
         return f"{operation} is never blocked"
-    sub = request.get("subResource")
-    if sub:
-        resource = request["resource"]
-        if sub not in SUBRESOURCES.get((resource["group"], resource["resource"]), ()):
-            return f"the {resource['resource']}/{sub} subresource is never blocked"
-    if operation == "UPDATE":
-        new, old = request["object"], request["oldObject"]
+    sub = request.sub_resource
+    if sub and sub not in SUBRESOURCES.get((request.group, request.resource), ()):
+        return f"the {request.resource}/{sub} subresource is never blocked"
+    new, old = request.object, request.old_object
+    if operation == "UPDATE" and new is not None and old is not None:  # the review layer requires both
         if _only_status_or_metadata(new, old):
             return "the update changes only status or metadata"
-        resource = request["resource"]
-        info = BY_RESOURCE.get((resource["group"], resource["resource"]))
+        info = BY_RESOURCE.get((request.group, request.resource))
         if info is not None and info.kind != "Pod" and info.pod_spec_path is not None and not sub:
             template = info.pod_spec_path[:-1]  # spec.template, spec.jobTemplate.spec.template, template
             if _at(new, template) == _at(old, template) and _at(new, template) is not None:

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping
 import orjson
 
 from webhook.handlers.outcome import Outcome
+from webhook.handlers.request import AdmissionRequest
 from webhook.text import one_line
 
 API_VERSION = "admission.k8s.io/v1"
@@ -42,7 +43,7 @@ class BadReview(ValueError):
 # --- in ----------------------------------------------------------------------------------------
 
 
-def parse(body: bytes) -> dict:
+def parse(body: bytes) -> AdmissionRequest:
     """The `request` of an AdmissionReview, its shape checked (so handlers may trust the types).
 
     Raises BadReview naming the first field that is wrong."""
@@ -67,8 +68,19 @@ def parse(body: bytes) -> dict:
     if type(request) is not dict:
         raise BadReview(f"request: must be an object, not {_type(request)}"
                         if "request" in review else "request: missing; an AdmissionReview to answer carries one")
+    return read_request(request)
+
+
+def read_request(request: dict) -> AdmissionRequest:
+    """An AdmissionReview's `request` object, checked and typed. Raises BadReview naming the first field
+    that is wrong."""
     _check_request(request)
-    return request
+    kind, resource = request["kind"], request["resource"]
+    return AdmissionRequest(
+        uid=request["uid"], kind=kind["kind"], group=resource["group"], resource=resource["resource"],
+        operation=request["operation"], namespace=request.get("namespace", ""), name=request.get("name", ""),
+        sub_resource=request.get("subResource", ""), object=request["object"], old_object=request["oldObject"],
+        dry_run=request["dryRun"], user_info=request["userInfo"])
 
 
 def dumps(payload) -> bytes:
@@ -150,11 +162,12 @@ def _show(value: Any) -> str:
 # --- out ---------------------------------------------------------------------------------------
 
 
-def response(uid: str, outcome: Outcome, *, mutating: bool, code: int = 403) -> dict:
+def response(uid: str, outcome: Outcome, *, mutating: bool) -> dict:
     """The AdmissionReview answering `uid`. Only the mutating endpoint ever carries a patch, and
     only with `patchType: JSONPatch` (the apiserver refuses either without the other)."""
     answer: dict[str, Any] = {"uid": uid, "allowed": bool(outcome.allowed)}
     if not outcome.allowed:
+        code = outcome.code
         answer["status"] = {
             "code": code,
             "reason": "Forbidden" if code == 403 else "InternalError",

@@ -16,6 +16,7 @@ from webhook import settings
 from webhook.config import ConfigError, parse_policy
 from webhook.config.load import DEFAULT_PATH, DEFAULT_VISIBLE_DEVICE_VARIABLES
 from webhook.objects import kinds
+from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.policy.checks import device_access_bypass
 from webhook.rules import Action, Rule
 from webhook.server.worker import HEALTH_PATHS
@@ -355,6 +356,6 @@ def test_match_conditions_use_the_engine_s_lists(default_render):
     expression = _gpu_condition(default_render)
     for variable in DEFAULT_VISIBLE_DEVICE_VARIABLES:
         assert f"'{variable}'" in expression
-    for prefix in device_access_bypass.ANNOTATION_PREFIXES:
+    for prefix in ANNOTATION_PREFIXES:
         assert f"startsWith('{prefix}')" in expression
     assert f"contains('{posixpath.basename(device_access_bypass.DEVICE_LIST_DIR)}')" in expression

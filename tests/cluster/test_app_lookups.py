@@ -14,7 +14,7 @@ from webhook.lookups.kubeconfig import ClusterConfigError
 from webhook.settings import Settings
 
 from .conftest import eventually, seed_text
-from .test_webhook_lookups import BOTH, review
+from .test_webhook_lookups import BOTH, request_of
 
 LOOKUPS_ON = "lookups: {resourceClaims: true, deviceClasses: true, timeoutSeconds: 0.5}\n"
 
@@ -25,7 +25,7 @@ def _policy(path, lookups: str = "") -> None:
 
 def _denied_for(client) -> set[str]:
     body = client.post("/validate?timeout=10s", json={"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                                                      "request": review(BOTH)}).get_json()
+                                                      "request": request_of(BOTH)}).get_json()
     return {line.rsplit("[", 1)[1].split("]")[0] for line in body["response"].get("status", {}).get("message", "").splitlines()
             if "[" in line}
 

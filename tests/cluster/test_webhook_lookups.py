@@ -8,8 +8,9 @@ import pytest
 
 from webhook.config import default_policy
 from webhook.config.model import Lookups
-from webhook.handlers import validate
+from webhook.handlers import AdmissionRequest, validate
 from webhook.lookups.cluster import ClusterResolver
+from webhook.review import read_request
 from webhook.rules import Action, Rule
 
 from .conftest import FAST, eventually, seed_text
@@ -19,7 +20,12 @@ ALL_ON = Lookups(resource_claims=True, device_classes=True, namespaces=True, con
 POLICY = dataclasses.replace(default_policy(), lookups=ALL_ON)
 
 
-def review(pod: dict) -> dict:
+def review(pod: dict) -> AdmissionRequest:
+    return read_request(request_of(pod))
+
+
+def request_of(pod: dict) -> dict:
+    """The AdmissionReview `request` the apiserver sends for creating `pod`."""
     return {"uid": "5d6f", "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE",
             "namespace": pod["metadata"]["namespace"], "object": pod,

@@ -294,6 +294,7 @@ def test_dry_run_reports_mutations_in_order_and_patches_nothing():
 
 from webhook.handlers import mutate as mutate_handler  # noqa: E402
 from webhook.handlers import validate as validate_handler  # noqa: E402
+from webhook.review import read_request  # noqa: E402
 
 CUDA_DEBUG = {"name": "debugger-x7k2p", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
               "stdin": True, "tty": True, "targetContainerName": "main"}
@@ -312,9 +313,9 @@ def with_debug(obj, *containers):
 
 
 def debug_review(new, old):
-    return {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "UPDATE",
+    return read_request({"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "operation": "UPDATE",
             "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": "ephemeralcontainers",
-            "namespace": "ai", "name": "p", "object": new, "oldObject": old, "userInfo": {"username": "dev"}}
+            "namespace": "ai", "name": "p", "object": new, "oldObject": old, "userInfo": {"username": "dev"}})
 
 
 def debug_mutate(new, old):

@@ -6,6 +6,7 @@ import copy
 import pytest
 
 from webhook import dispatch
+from webhook.handlers.request import AdmissionRequest
 
 from .apiserver import shape
 
@@ -134,9 +135,10 @@ def test_exempt_namespaces_are_allowed_untouched(apiserver, namespace, path):
                   "subResource": "ephemeralcontainers"}, True, id="same-name-other-group"),
 ])
 def test_only_the_listed_subresources_are_evaluated(request_, blocked):
-    request_.setdefault("object", {})
-    request_.setdefault("oldObject", {"spec": {"x": 1}})
-    assert bool(dispatch.never_blocked(request_)) is blocked
+    request = AdmissionRequest(uid="u", kind="Pod", group=request_["resource"]["group"],
+                               resource=request_["resource"]["resource"], operation=request_["operation"],
+                               sub_resource=request_.get("subResource", ""), object={}, old_object={"spec": {"x": 1}})
+    assert bool(dispatch.never_blocked(request)) is blocked
 
 
 GOOD_GPU_POD = shape({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},

@@ -10,7 +10,8 @@ import pytest
 
 from webhook.app import create_app, runtime
 from webhook.config import ConfigError
-from webhook.server.reload import SHIPPED_DEFAULT, PolicyStore, Watcher
+from webhook.config.store import SHIPPED_DEFAULT, PolicyStore
+from webhook.server.reload import Watcher
 from webhook.settings import Settings
 
 from .apiserver import ApiServer

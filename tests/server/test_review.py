@@ -8,15 +8,15 @@ from types import MappingProxyType
 import pytest
 
 from webhook import review
-from webhook.handlers.outcome import Outcome
+from webhook.handlers.outcome import Outcome, error
 
 from .apiserver import Rejected, judge
 
 REQUEST = {"uid": "705ab4f5-6393-11e8-b7cc-42010a800002"}
 
 
-def answer(outcome: Outcome, *, mutating: bool, code: int = 403):
-    body = review.response(REQUEST["uid"], outcome, mutating=mutating, code=code)
+def answer(outcome: Outcome, *, mutating: bool):
+    body = review.response(REQUEST["uid"], outcome, mutating=mutating)
     return judge("/mutate" if mutating else "/validate", REQUEST, 200, {"Content-Type": "application/json"},
                  json.dumps(body).encode())
 
@@ -50,7 +50,7 @@ def test_response_shape(outcome, mutating, expected):
 
 
 def test_internal_error_denial_keeps_its_code():
-    body = review.response("u", Outcome(allowed=False, message="broken"), mutating=False, code=500)
+    body = review.response("u", error("broken"), mutating=False)
     assert body["response"]["status"] == {"code": 500, "reason": "InternalError", "message": "broken"}
 
 

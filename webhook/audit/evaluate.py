@@ -14,11 +14,12 @@ from kubernetes.client import ApiClient
 from webhook.audit.listing import Listing
 from webhook.config.model import Policy
 from webhook.handlers.evaluate import evaluate_object
-from webhook.lookups.base import Lookup, NoLookups, Resolver
+from webhook.lookups.base import NoLookups
 from webhook.lookups.bundle import BundleResolver
 from webhook.lookups.cluster import ClusterResolver
 from webhook.lookups.informer import InformerSettings
 from webhook.lookups.resources import ApiResource
+from webhook.objects.lookup import Lookup, Resolver
 from webhook.policy.results import Evaluation
 
 

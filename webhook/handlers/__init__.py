@@ -1,4 +1,4 @@
-"""Admission handlers: one AdmissionReview `request` in, an Outcome out. The review layer has checked the
+"""Admission handlers: one AdmissionRequest in, an Outcome out (only through allow, deny and patch). The review layer has checked the
 request's shape; dispatch has already let through what is never evaluated (DELETE, CONNECT, other
 subresources, updates that change nothing the rules read)."""
 from __future__ import annotations
@@ -8,13 +8,14 @@ from typing import Iterable, Iterator
 
 from webhook.config.model import Policy
 from webhook.handlers.evaluate import evaluate_object
-from webhook.handlers.outcome import Outcome
-from webhook.lookups.base import Resolver
-from webhook.objects.access import as_dict, as_str
+from webhook.handlers.outcome import Outcome, allow, deny, patch
+from webhook.handlers.request import AdmissionRequest
+from webhook.objects.lookup import Resolver
+from webhook.objects.access import as_dict
 from webhook.policy.results import Evaluation
 from webhook.rules import Action, Rule
 
-__all__ = ["Outcome", "mutate", "validate"]
+__all__ = ["AdmissionRequest", "Outcome", "mutate", "validate"]
 
 # Findings carried in one answer, in each of its texts (denial, warnings, audit annotations): the first
 # ones in the engine's order, then one line per rule saying how many more. A Pod of 10,000 containers
@@ -23,49 +24,46 @@ MAX_CARRIED = 20
 MAX_ANNOTATED_PER_RULE = 8  # an audit annotation's value holds 4 KiB (webhook/review.py): its count line must fit
 
 
-def _evaluate(request: dict, policy: Policy, resolver: Resolver, *, validating: bool) -> Evaluation | Outcome:
-    obj = request.get("object")
-    if type(obj) is not dict:
-        return Outcome(allowed=True, reason="the request carries no object to evaluate")
+def _evaluate(request: AdmissionRequest, policy: Policy, resolver: Resolver, *,
+              validating: bool) -> Evaluation | Outcome:
+    obj = request.object
+    if obj is None:
+        return allow(reason="the request carries no object to evaluate")
     return evaluate_object(
-        obj, policy=policy, resolver=resolver, operation=as_str(request.get("operation")) or "CREATE",
-        namespace=as_str(request.get("namespace")), user_info=as_dict(request.get("userInfo")),
-        kind=as_str(as_dict(request.get("kind")).get("kind")), validate=validating, mutate=not validating,
-        sub_resource=as_str(request.get("subResource")), old=as_dict(request.get("oldObject")),
+        obj, policy=policy, resolver=resolver, operation=request.operation,
+        namespace=request.namespace or None, user_info=request.user_info, kind=request.kind,
+        validate=validating, mutate=not validating, sub_resource=request.sub_resource or None,
+        old=as_dict(request.old_object),
     )
 
 
-def validate(request: dict, *, policy: Policy, resolver: Resolver) -> Outcome:
+def validate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -> Outcome:
     ev = _evaluate(request, policy, resolver, validating=True)
     if isinstance(ev, Outcome):
         return ev
     if ev.skipped:
-        return Outcome(allowed=True, evaluation=ev, reason=ev.skipped)
+        return allow(evaluation=ev, reason=ev.skipped)
     if not ev.violations and not ev.errors:  # most requests: nothing to say
-        return Outcome(allowed=True, evaluation=ev)
+        return allow(evaluation=ev)
     denials = _bounded((v.rule, v.message) for v in ev.denials)
     # The exception's text could quote the object: only its type goes to the user (the log has the rule).
     denials += [f"gpu-admission: rule {e.rule.value} failed internally ({e.error.split(':', 1)[0]}) and its onError is "
                 "deny, so the request was refused; see the gpu-admission log" for e in ev.errors if e.denied and not ev.dry_run]
-    return Outcome(
-        allowed=not denials,
-        message="\n".join(denials),
-        warnings=_bounded_warnings(ev),
-        audit_annotations=_annotations(ev),
-        evaluation=ev,
-    )
+    warnings, annotations = _bounded_warnings(ev), _annotations(ev)
+    if denials:
+        return deny("\n".join(denials), warnings=warnings, audit_annotations=annotations, evaluation=ev)
+    return allow(warnings=warnings, audit_annotations=annotations, evaluation=ev)
 
 
-def mutate(request: dict, *, policy: Policy, resolver: Resolver) -> Outcome:
+def mutate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -> Outcome:
     ev = _evaluate(request, policy, resolver, validating=False)
     if isinstance(ev, Outcome):
         return ev
     if ev.skipped:
-        return Outcome(allowed=True, evaluation=ev, reason=ev.skipped)
+        return allow(evaluation=ev, reason=ev.skipped)
     if not ev.violations and not ev.errors:
-        return Outcome(allowed=True, patch=ev.patch, evaluation=ev)
-    return Outcome(allowed=True, warnings=_bounded_warnings(ev), audit_annotations=_annotations(ev), patch=ev.patch,
-                   evaluation=ev)
+        return patch(ev.patch, evaluation=ev)
+    return patch(ev.patch, warnings=_bounded_warnings(ev), audit_annotations=_annotations(ev), evaluation=ev)
 
 
 def _bounded(findings: Iterable[tuple[Rule, str]], limit: int = MAX_CARRIED) -> list[str]:

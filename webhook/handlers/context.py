@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from webhook.config.model import Policy
-from webhook.lookups.base import Resolver
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.claims import claim_spec
 from webhook.objects.kinds import BY_KIND
+from webhook.objects.lookup import Resolver
 from webhook.objects.podspec import PodView, claim_reference, view_of
 from webhook.policy.context import Context, base_context, classes_from_objects, device_class_info, extended_map
 from webhook.policy.gpu import IMPLICIT_PREFIX

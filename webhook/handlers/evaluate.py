@@ -5,9 +5,9 @@ from collections.abc import Mapping
 
 from webhook.config.model import Policy
 from webhook.handlers.context import build_context
-from webhook.lookups.base import Resolver
 from webhook.objects.access import as_dict, as_str
 from webhook.objects.kinds import foreign_kind
+from webhook.objects.lookup import Resolver
 from webhook.objects.podspec import added_ephemeral_containers, display_name, pod_view
 from webhook.policy.engine import evaluate, exempt, object_namespace
 from webhook.policy.results import Evaluation

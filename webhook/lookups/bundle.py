@@ -3,8 +3,9 @@ so a pod's claims, templates and DeviceClasses resolve from the same input; what
 asked of `fallback` (the cluster for `audit`, nothing for `check`)."""
 from __future__ import annotations
 
-from webhook.lookups.base import Lookup, NoLookups, Resolver
+from webhook.lookups.base import NoLookups
 from webhook.objects.access import as_dict, as_str
+from webhook.objects.lookup import Lookup, Resolver
 
 
 class BundleResolver:

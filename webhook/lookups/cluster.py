@@ -26,7 +26,7 @@ from kubernetes.client import ApiClient
 from webhook.config.model import Lookups, Policy
 from webhook.lookups import apiserver
 from webhook.lookups.apiserver import ApiError
-from webhook.lookups.base import Lookup, NoLookups, Resolver
+from webhook.lookups.base import NoLookups
 from webhook.lookups.informer import Informer, InformerSettings, InformerStats
 from webhook.lookups.kubeconfig import load_api_client
 from webhook.lookups.resources import (
@@ -38,6 +38,7 @@ from webhook.lookups.resources import (
     SECRETS,
     ApiResource,
 )
+from webhook.objects.lookup import Lookup, Resolver
 
 
 def _whole(obj: dict) -> dict:

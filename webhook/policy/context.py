@@ -8,9 +8,9 @@ from types import MappingProxyType
 from typing import Any
 
 from webhook.config.model import DeviceClassInfo, Policy
-from webhook.lookups.base import Lookup
 from webhook.objects.access import as_dict, as_str
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
+from webhook.objects.lookup import Lookup
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 

@@ -21,7 +21,7 @@ from gunicorn import glogging, util
 from gunicorn.app.base import BaseApplication
 
 from webhook.config import ConfigError
-from webhook.lookups.base import Resolver
+from webhook.objects.lookup import Resolver
 from webhook.server import tls
 from webhook.server.logs import LOGGER, logging_config, python_level
 from webhook.server.reload import Watcher

@@ -1,5 +1,6 @@
 from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.objects.hostpaths import clean, exposes, host_path
 from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
@@ -14,7 +15,6 @@ DEVICE_PATHS = ("/dev/nvidia", "/run/nvidia", "/var/lib/kubelet/device-plugins",
 # with this literal string asks for the device named by the rest (nvidia-container-toolkit,
 # internal/config/image/cuda_image.go, requestsFromMounts).
 DEVICE_LIST_DIR = "/var/run/nvidia-container-devices"
-ANNOTATION_PREFIXES = ("cdi.k8s.io/", "nvidia.cdi.k8s.io/", "cdi-devices.nri.io/")
 
 
 def device_host_path(path: str) -> bool:

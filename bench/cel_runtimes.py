@@ -30,8 +30,10 @@ DEVICES = (H100, A100_MIG, CHANNEL, NIC)
 
 # (selector, Kubernetes' verdict on H100, A100 MIG, IMEX channel, a NIC)
 SELECTORS = [
-    ("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'", (True, False, False, False)),
-    ("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'", (False, True, False, False)),
+    ("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+     (True, False, False, False)),
+    ("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
+     (False, True, False, False)),
     ("device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel' "
      "&& device.attributes['compute-domain.nvidia.com'].id == 0", (False, False, True, False)),
     ('!(device.driver == "gpu.nvidia.com")', (False, False, True, True)),
@@ -42,11 +44,13 @@ SELECTORS = [
      'device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("40Gi"))', (True, False, False, False)),
     ('device.driver == "gpu.nvidia.com" && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0',
      (True, False, False, False)),
-    ("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100')",
+    ("device.driver == 'gpu.nvidia.com' && "
+     "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100')",
      (True, False, False, False)),
     ("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].productName.matches('^NVIDIA A100')",
      (False, True, False, False)),
-    ("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))",
+    ("device.driver == 'gpu.nvidia.com' && "
+     "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))",
      (True, True, False, False)),
     ("device.attributes['gpu.nvidia.com'].type == 'gpu'", (True, False, ERR, ERR)),  # unguarded: no such key
     ("device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.5gb'",
@@ -125,7 +129,8 @@ class CommonExpressionLanguage:
         self.context.add_function("quantity", lambda s: milli(s))
         self.context.add_function("semver", lambda s: s)
         self.context.add_function("compareTo", lambda a, b: _cmp(a, b))
-        self.context.add_function("isGreaterThan", lambda a, b: _ver(lambda c: c > 0)(a, b) if isinstance(a, str) else a > b)
+        self.context.add_function("isGreaterThan",
+                                  lambda a, b: _ver(lambda c: c > 0)(a, b) if isinstance(a, str) else a > b)
         self.context.add_function("lowerAscii", lambda s: s.lower())
 
     def compile(self, text):

@@ -55,7 +55,8 @@ def gpu_pod() -> dict:
     """A seed-style device-plugin training Pod with a sidecar, as the apiserver hands it to admission:
     defaults filled in, the service account token volume and the not-ready/unreachable tolerations added."""
     security = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
-    token = {"name": "kube-api-access-7xk2p", "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+    token = {"name": "kube-api-access-7xk2p", "readOnly": True,
+             "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
 
     def container(name, image, resources, env):
         return {"name": name, "image": image, "env": env, "resources": resources, "volumeMounts": [token],
@@ -71,8 +72,8 @@ def gpu_pod() -> dict:
             "volumes": [{"name": "kube-api-access-7xk2p", "projected": {"defaultMode": 420, "sources": [
                 {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
                 {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1",
-                                                                              "fieldPath": "metadata.namespace"}}]}}]}}],
+                {"downwardAPI": {"items": [{"path": "namespace",
+                                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
             "containers": [
                 container("trainer", "registry.example.invalid/ml/train:1.4.2",
                           {"limits": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"},
@@ -90,8 +91,10 @@ def gpu_pod() -> dict:
             "schedulerName": "default-scheduler",
             "tolerations": [
                 {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": 300}],
             "priority": 0, "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
         },
         "status": {},
@@ -105,7 +108,8 @@ def review_body() -> bytes:
         "kind": "Pod"}, "requestResource": {"group": "", "version": "v1", "resource": "pods"},
         "name": "train-7f9c4", "namespace": "ai-workloads", "operation": "CREATE",
         "userInfo": {"username": "system:serviceaccount:kube-system:job-controller", "uid": "b1d6",
-                     "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]},
+                     "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system",
+                                "system:authenticated"]},
         "object": gpu_pod(), "oldObject": None, "dryRun": False,
         "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}}).encode()
 
@@ -264,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
                 port = free_port()
                 env = {k: v for k, v in os.environ.items() if not k.startswith(("GPU_ADMISSION_", "PROMETHEUS_"))}
                 env.update(GPU_ADMISSION_BIND=f"127.0.0.1:{port}", GPU_ADMISSION_TLS_CERT=str(work / "tls/tls.crt"),
-                           GPU_ADMISSION_TLS_KEY=str(work / "tls/tls.key"), GPU_ADMISSION_POLICY=str(work / "none.yaml"),
+                           GPU_ADMISSION_TLS_KEY=str(work / "tls/tls.key"),
+                           GPU_ADMISSION_POLICY=str(work / "none.yaml"),
                            GPU_ADMISSION_LOG_LEVEL="warning")
                 if args.workers:
                     env["GPU_ADMISSION_WORKERS"] = str(args.workers)
@@ -296,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
                       "p50": statistics.median(r["p50"] for r in rs), "p99": statistics.median(r["p99"] for r in rs),
                       "cpu_us": min(r["cpu_us"] for r in rs),
                       "errors": "; ".join(r["errors"] for r in rs if r["errors"])} for name, rs in runs.items()}
-    print(f"\nPOST /{args.endpoint}, TLS, keep-alive, {os.cpu_count()} CPUs; {args.rounds} alternating {args.duration}s "
+    print(f"\nPOST /{args.endpoint}, TLS, keep-alive, {os.cpu_count()} CPUs; {args.rounds} alternating "
+          f"{args.duration}s "
           f"wrk runs per app; full load: {args.connections} connections; paced: {paced_connections} connections")
     print(f"{'run':<20}{'best req/s':>11}{'median':>9}{'p50 ms':>9}{'p99 ms':>9}{'CPU/req':>10}  errors")
     for name, r in results.items():
@@ -315,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     paced = results[f"webhook @{RATE}/s"]
     ok_ratio, ok_p99 = ratio >= 0.75, paced["p99"] < 10
     print(f"\nthroughput webhook / no-op: {ratio:.1%} best runs, {median_ratio:.1%} medians "
-          f"(target >= 75%: {'met' if ok_ratio else 'MISSED'}); server CPU per request no-op / webhook: {cpu_ratio:.1%}")
+          f"(target >= 75%: {'met' if ok_ratio else 'MISSED'}); "
+          f"server CPU per request no-op / webhook: {cpu_ratio:.1%}")
     if args.floor:
         ceiling = results["envelope"]["rps"] / results["no-op"]["rps"]
         median_ceiling = results["envelope"]["median_rps"] / results["no-op"]["median_rps"]

@@ -74,10 +74,12 @@ def _container(**extra) -> dict:
 
 PODS = (
     _pod("template", "ai-workloads", {"containers": [_container(resources={"claims": [{"name": "gpu"}]})],
-                                      "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-large-gpu"}]}),
+                                      "resourceClaims": [{"name": "gpu",
+                                                          "resourceClaimTemplateName": "single-large-gpu"}]}),
     _pod("both", "ai-workloads", {"containers": [_container(resources={"limits": {"nvidia.com/gpu": "1"},
                                                                        "claims": [{"name": "gpu"}]})],
-                                  "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-large-gpu"}]}),
+                                  "resourceClaims": [{"name": "gpu",
+                                                      "resourceClaimTemplateName": "single-large-gpu"}]}),
     _pod("named-claim", "gpu-test3", {"containers": [_container(resources={"claims": [{"name": "shared"}]})],
                                       "resourceClaims": [{"name": "shared", "resourceClaimName": "single-gpu"}]}),
     _pod("quickstart", "gpu-test1", {"containers": [_container(resources={"claims": [{"name": "gpu"}]})],

@@ -42,7 +42,8 @@ def test_one_version_for_package_chart_and_image():
     label = re.search(r'org\.opencontainers\.image\.version="([^"]+)"', (REPO / "Dockerfile").read_text())
     assert label, "the image carries no org.opencontainers.image.version label"
     assert {"pyproject": VERSION, "chart": chart["version"], "appVersion": chart["appVersion"],
-            "image label": label.group(1)} == dict.fromkeys(("pyproject", "chart", "appVersion", "image label"), VERSION)
+            "image label": label.group(1)} == dict.fromkeys(("pyproject", "chart", "appVersion", "image label"),
+                                                            VERSION)
 
 
 def _lock() -> dict[str, tuple[str, list[str], list[str]]]:

@@ -72,7 +72,8 @@ class Admission:
         elapsed = time.perf_counter() - started if started is not None else 0.0
         self.metrics.observe_request(endpoint, "", "invalid", elapsed)
         log.warning("request refused: not an answerable AdmissionReview",
-                    extra={"fields": {"event": "bad-request", "endpoint": endpoint, "status": status, "error": message}})
+                    extra={"fields": {"event": "bad-request", "endpoint": endpoint, "status": status,
+                                      "error": message}})
         reason = {413: "RequestEntityTooLarge", 405: "MethodNotAllowed"}.get(status, "BadRequest")
         return status, review.dumps(review.status_body(status, reason, message))
 
@@ -98,7 +99,8 @@ class Admission:
         level = logging.INFO if notable else logging.DEBUG
         if not log.isEnabledFor(level):
             return
-        fields: dict[str, object] = {"event": "admission", "endpoint": endpoint, **_identity(request), "allowed": outcome.allowed,
+        fields: dict[str, object] = {"event": "admission", "endpoint": endpoint, **_identity(request),
+                                     "allowed": outcome.allowed,
                   "duration_ms": round(elapsed * 1000, 3)}
         if outcome.reason:
             fields["reason"] = outcome.reason
@@ -108,7 +110,8 @@ class Admission:
             if ev.cohort:
                 fields["cohort"] = ev.cohort
             if ev.violations:  # what each finding did, or in a dry run would have done
-                fields["violations"] = [{"rule": v.rule.value, "action": v.action.value, "path": capped(v.path, NAME_MAX),
+                fields["violations"] = [{"rule": v.rule.value, "action": v.action.value,
+                                         "path": capped(v.path, NAME_MAX),
                                          "outcome": outcome_label(v.rule.is_mutation, v.action, ev.dry_run)}
                                         for v in ev.violations[:LOGGED_VIOLATIONS]]
                 if len(ev.violations) > LOGGED_VIOLATIONS:

@@ -6,13 +6,15 @@ that change only status or metadata, and updates of a workload that leave its po
 finalizers, Jobs) and scaling are never stuck behind a policy."""
 from __future__ import annotations
 
+from typing import Any
+
 from webhook import handlers
 from webhook.config import Policy
 from webhook.handlers.outcome import Outcome, allow
 from webhook.handlers.request import AdmissionRequest
-from webhook.objects.lookup import Resolver
 from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.objects.kinds import BY_RESOURCE, SUBRESOURCES
+from webhook.objects.lookup import Resolver
 
 _UNREAD = frozenset({"metadata", "status"})
 
@@ -66,7 +68,7 @@ def differ(a: object, b: object) -> bool:
     """`a != b` for JSON values, without recursion: Python's own comparison recurses in C and raises
     RecursionError on input nested about 1,000 deep (which the JSON parser accepts), and an update must
     never turn into "allowed without checks" that way. Subtrees shared by identity are equal."""
-    stack = [(a, b)]
+    stack: list[tuple[Any, Any]] = [(a, b)]
     while stack:
         x, y = stack.pop()
         if x is y:

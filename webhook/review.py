@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import orjson
 
@@ -140,8 +141,7 @@ def _optional(r: dict, fields: tuple[tuple[str, type], ...], where: str) -> None
     for name, kind in fields:
         value = r.get(name)
         if value is None:
-            if name in r:
-                del r[name]  # Go decodes null as the zero value: treat it as absent
+            r.pop(name, None)  # Go decodes null as the zero value: treat it as absent
         elif type(value) is not kind:
             raise BadReview(f"{where}{name}: must be {_type_name(kind)}, not {_type(value)}")
 
@@ -275,7 +275,8 @@ def audit_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
         out[name] = text
         used += len(text.encode()) + len(name)
     if dropped:
-        out["not-shown"] = f"{dropped} more annotation{'s' if dropped != 1 else ''}; run `gpu-admission check` on the manifest"
+        out["not-shown"] = (f"{dropped} more annotation{'s' if dropped != 1 else ''}; "
+                            "run `gpu-admission check` on the manifest")
     return out
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 MiB = 1024 * 1024
 LOG_LEVELS = ("debug", "info", "warn", "error")
@@ -121,7 +121,7 @@ class Settings:
         return self.tls_cert is not None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> "Settings":
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
         """The settings of a deployed container (the chart sets these variables)."""
         return cls(
             policy_path=Path(env.get(ENV_POLICY) or DEPLOYED_POLICY),

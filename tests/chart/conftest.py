@@ -106,7 +106,8 @@ VALUE_SETS: dict[str, dict] = {
         "securityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None}},
     # The escape hatches platform teams expect (docs/deployment.md), each set at once.
     "host-network": {"hostNetwork": {"enabled": True, "port": 9743},
-                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}},
+                     "updateStrategy": {"type": "RollingUpdate",
+                                        "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}},
     "escape-hatches": {
         "dnsPolicy": "None", "dnsConfig": {"nameservers": ["10.96.0.10"], "searches": ["svc.cluster.local"]},
         "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"},
@@ -114,7 +115,8 @@ VALUE_SETS: dict[str, dict] = {
         "extraArgs": ["--limit-request-line", "8190"],
         "extraVolumes": [{"name": "corp-ca", "configMap": {"name": "corp-ca"}}],
         "extraVolumeMounts": [{"name": "corp-ca", "mountPath": "/etc/ssl/corp", "readOnly": True}],
-        "webhooks": {"objectSelector": {"matchExpressions": [{"key": "gpu-admission.io/skip", "operator": "DoesNotExist"}]},
+        "webhooks": {"objectSelector": {"matchExpressions": [{"key": "gpu-admission.io/skip",
+                                                              "operator": "DoesNotExist"}]},
                      "namespaceSelector": {"matchLabels": {"gpu": "true"},
                                            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["ml"]}]},
                      "matchConditions": {"extra": [{"name": "not-ci-bots",

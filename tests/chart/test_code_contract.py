@@ -266,7 +266,8 @@ def test_port_paths_and_probes_match_what_the_server_serves(rendered, value_set)
     host = rendered.values.get("hostNetwork", {}).get("enabled")  # the node's ports: declared, so pods never share them
     assert bind_port == (rendered.values["hostNetwork"]["port"] if host else 8443)
     assert health_port == (rendered.values["hostNetwork"].get("healthPort", 9744) if host else 8081) != bind_port
-    assert port == {"name": "https", "containerPort": bind_port, "protocol": "TCP", **({"hostPort": bind_port} if host else {})}
+    assert port == {"name": "https", "containerPort": bind_port, "protocol": "TCP",
+                    **({"hostPort": bind_port} if host else {})}
     assert health == {"name": "health", "containerPort": health_port, "protocol": "TCP",
                       **({"hostPort": health_port} if host else {})}
     probes = {name: container[name]["httpGet"] for name in ("startupProbe", "livenessProbe", "readinessProbe")}

@@ -171,7 +171,8 @@ def test_build_context_holds_exactly_what_pip_install_needs():
     patterns = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()
                 if line.strip() and not line.startswith("#")]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    needed = ["pyproject.toml", "requirements.lock", project["readme"], "webhook/__init__.py", "webhook/config/default.yaml",
+    needed = ["pyproject.toml", "requirements.lock", project["readme"], "webhook/__init__.py",
+              "webhook/config/default.yaml",
               "webhook/server/gunicorn_conf.py", "webhook/server/wsgi.py"]
     for path in needed:
         assert (REPO / path).exists(), path

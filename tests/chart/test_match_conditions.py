@@ -236,7 +236,8 @@ def test_spec_updates_and_ephemeral_containers_reach_the_webhook():
     nvidia = copy.deepcopy(base_pod())
     nvidia["spec"]["runtimeClassName"] = "nvidia"
     nvidia_debug = copy.deepcopy(nvidia)
-    nvidia_debug["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"}]
+    nvidia_debug["spec"]["ephemeralContainers"] = [{"name": "debugger",
+                                                    "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"}]
     decisions = decide(rendered, nvidia_debug, operation="UPDATE", old=nvidia, subresource="ephemeralcontainers")
     assert decisions == {"pods.validate.gpu-admission.io": "call", "pods.mutate.gpu-admission.io": "call"}
 

@@ -52,7 +52,8 @@ def server(tmp_path_factory):
     health_port = free_port()
     env["GPU_ADMISSION_HEALTH_BIND"] = f"127.0.0.1:{health_port}"
     env["GPU_ADMISSION_WORKERS"] = "1"
-    process_env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(base / "tmp"), **env}
+    process_env = {"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(base / "tmp"),
+                   **env}
     (base / "tmp").mkdir(exist_ok=True)  # the emptyDir at /tmp
     gunicorn = Path(sys.executable).with_name(ENTRYPOINT[0])
     log = (base / "server.log").open("wb")

@@ -65,7 +65,8 @@ def test_real_manifests_verdicts(capsys):
         assert r[key]["allowed"] and r[key]["patch"] == []
     # Pods that ask for no GPU are left alone
     for name in ("goodpod01", "goodpod02", "goodpod03"):
-        assert r[("nvidia-gpu-ns", name)] == {**r[("nvidia-gpu-ns", name)], "allowed": True, "violations": [], "patch": []}
+        assert r[("nvidia-gpu-ns", name)] == {**r[("nvidia-gpu-ns", name)], "allowed": True, "violations": [],
+                                              "patch": []}
     assert r[("gpu-test3", "pod1")]["source"]["file"].endswith("gpu-test3.yaml")
     assert r[("gpu-test3", "pod1")]["source"]["document"] == 3
     namespaces = sum(1 for p in REAL_MANIFESTS.iterdir() if p.suffix in (".yaml", ".yml")
@@ -139,12 +140,14 @@ def test_stdin_json_and_list(capsys, monkeypatch):
 def test_namespace_option_places_documents(capsys, monkeypatch):
     doc = yaml.safe_load(BAD_POD)
     del doc["metadata"]["namespace"]
-    code, out, _ = run(capsys, "check", "-o", "json", "-n", "team-a", "-", stdin=json.dumps(doc), monkeypatch=monkeypatch)
+    code, out, _ = run(capsys, "check", "-o", "json", "-n", "team-a", "-", stdin=json.dumps(doc),
+                       monkeypatch=monkeypatch)
     assert json.loads(out)[0]["namespace"] == "team-a"
 
 
 @pytest.mark.parametrize("content, message", [
-    pytest.param("kind: Pod\nmetadata: {name: a\n", "bad.yaml: document 1: not valid YAML at line 3", id="invalid-yaml"),
+    pytest.param("kind: Pod\nmetadata: {name: a\n", "bad.yaml: document 1: not valid YAML at line 3",
+                 id="invalid-yaml"),
     pytest.param("", "bad.yaml: file is empty", id="empty"),
     pytest.param("- a\n- b\n", "bad.yaml: document 1: not an object (a list)", id="not-an-object"),
     pytest.param("---\n---\n", "bad.yaml: holds no document", id="only-separators"),
@@ -227,7 +230,8 @@ def test_mutate_prints_patched_documents(capsys, tmp_path):
 def test_other_kinds_of_alpha_dra_groups_are_not_legacy(capsys, tmp_path):
     f = tmp_path / "dra.yaml"
     f.write_text("apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata: {name: t}\n---\n"
-                 "apiVersion: resource.k8s.io/v1alpha2\nkind: ResourceClass\nmetadata: {name: gpu}\ndriverName: gpu.nvidia.com\n")
+                 "apiVersion: resource.k8s.io/v1alpha2\nkind: ResourceClass\nmetadata: {name: gpu}\ndriverName: "
+                 "gpu.nvidia.com\n")
     code, out, _ = run(capsys, "check", "-o", "json", str(f))
     results = json.loads(out)
     assert code == 1

@@ -68,7 +68,8 @@ spec:
 def chart_rendering() -> str:
     """`helm template gw tests/data/charts/gpu-workloads -n nvidia-device-plugin`, as Helm writes it."""
     manifests = helm_python.Chart.load(str(GPU_CHART)).render({}, name="gw", namespace="nvidia-device-plugin")
-    return "".join(f"---\n# Source: {path}\n{text.rstrip()}\n" for path, text in sorted(manifests.items()) if text.strip())
+    return "".join(f"---\n# Source: {path}\n{text.rstrip()}\n"
+                   for path, text in sorted(manifests.items()) if text.strip())
 
 
 def run(capsys, monkeypatch, *argv: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -107,7 +108,8 @@ def test_sarif_is_valid_sarif_2_1_0_with_a_descriptor_per_rule(capsys, monkeypat
     for descriptor in rules:
         rule = Rule(descriptor["id"])
         assert descriptor["helpUri"].endswith(f"/docs/rules/{rule.value}.md")
-        expected = "note" if rule in MUTATIONS else {Action.ENFORCE: "error", Action.WARN: "warning"}[DEFAULT_ACTIONS[rule]]
+        expected = "note" if rule in MUTATIONS else {Action.ENFORCE: "error",
+                                                     Action.WARN: "warning"}[DEFAULT_ACTIONS[rule]]
         assert descriptor["defaultConfiguration"]["level"] == expected
     results = sarif_run["results"]
     for result in results:
@@ -115,7 +117,8 @@ def test_sarif_is_valid_sarif_2_1_0_with_a_descriptor_per_rule(capsys, monkeypat
         assert result["message"]["text"].endswith(rules[result["ruleIndex"]]["helpUri"])
     text_code, text_out, _ = run(capsys, monkeypatch, "check", *paths, stdin=stdin)
     assert code == text_code  # the format changes nothing of the verdict
-    assert len(results) == sum(1 for line in text_out.splitlines() if re.match(r"^    (deny|warn|audit|would deny|patch) ", line))
+    assert len(results) == sum(1 for line in text_out.splitlines() if re.match(r"^    (deny|warn|audit|would "
+                                                                               r"deny|patch) ", line))
 
 
 @pytest.mark.parametrize("inputs", [pytest.param(n, id=n) for n in INPUT_SETS])
@@ -149,7 +152,8 @@ def test_github_annotations_are_workflow_commands(capsys, monkeypatch, tmp_path,
     findings = [v for r in json.loads(js) for v in r["violations"]]
     lines = out.splitlines()
     assert len(lines) == len(findings)
-    command = re.compile(r"^::(error|warning|notice)( (file=[^,:]+,(line=\d+,)?)?title=gpu-admission [a-z-]+)?::[^\r\n]+$")
+    command = re.compile(r"^::(error|warning|notice)( (file=[^,:]+,(line=\d+,)?)?title=gpu-admission "
+                         r"[a-z-]+)?::[^\r\n]+$")
     for line, finding in zip(lines, findings):
         assert command.match(line), line
         assert f"title=gpu-admission {finding['rule']}::" in line
@@ -286,8 +290,9 @@ def test_version(capsys, monkeypatch):
 
 
 def _yaml_files() -> list:
+    # Helm templates are not YAML before rendering.
     files = sorted(p for p in DATA.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
-                   and not any(part == "templates" or part.endswith("-templates") for part in p.parts))  # Helm templates are not YAML before rendering
+                   and not any(part == "templates" or part.endswith("-templates") for part in p.parts))
     return [pytest.param(p, id=str(p.relative_to(DATA))) for p in files]
 
 

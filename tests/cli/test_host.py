@@ -53,7 +53,8 @@ def test_check_exit_codes(capsys, configured, cohort, edit, code, result):
     got, out, _ = run(capsys, "host", "check", "--cohort", cohort, "--from", str(configured), "-o", "json")
     report = json.loads(out)
     assert (got, report["result"], report["exitCode"], report["cohort"]) == (code, result, code, cohort)
-    assert all(set(f) == {"id", "status", "subject", "what", "why", "fix", "docs", "message"} for f in report["findings"])
+    assert all(set(f) == {"id", "status", "subject", "what", "why", "fix", "docs",
+                          "message"} for f in report["findings"])
 
 
 @pytest.mark.parametrize("cohort", ["device-plugin", "dra"])
@@ -65,8 +66,8 @@ def test_check_the_lent_host_as_captured(capsys, cohort):
 def test_check_with_a_policy_file(capsys, configured, tmp_path):
     from webhook.config.load import DEFAULT_PATH
     policy = tmp_path / "policy.yaml"
-    policy.write_text(DEFAULT_PATH.read_text().replace("    deviceTypes: [gpu]\n",
-                                                       "    deviceTypes: [gpu]\n    manager: gpu-operator-gpucluster\n"))
+    policy.write_text(DEFAULT_PATH.read_text().replace(
+        "    deviceTypes: [gpu]\n", "    deviceTypes: [gpu]\n    manager: gpu-operator-gpucluster\n"))
     code, out, _ = run(capsys, "host", "check", "--cohort", "dra", "--config", str(policy), "--from", str(configured))
     assert code == 0 and "meets 580+" in out
 

@@ -28,7 +28,8 @@ def api_pod(name, env=None):
 
 
 def job_body(name, env=None):
-    return {"metadata": {"name": name, "namespace": "ai"}, "spec": {"template": {"spec": {**spec(env), "restartPolicy": "Never"}}}}
+    return {"metadata": {"name": name, "namespace": "ai"},
+            "spec": {"template": {"spec": {**spec(env), "restartPolicy": "Never"}}}}
 
 
 def evaluate_file(tmp_path, doc):
@@ -63,7 +64,8 @@ def test_list_items(tmp_path, doc, expected):
 def test_list_item_without_kind_is_an_error_naming_it(tmp_path):
     inputs, _ = evaluate_file(tmp_path, {"apiVersion": "v1", "kind": "List", "items": [api_pod("no-kind")]})
     assert inputs.documents == ()
-    assert [e.split(": ", 1)[1] for e in inputs.errors] == ["document 1, item 0: has no kind (items of a List keep their own)"]
+    assert [e.split(": ", 1)[1] for e in inputs.errors] == [
+        "document 1, item 0: has no kind (items of a List keep their own)"]
 
 
 def test_typed_list_item_is_never_modified_in_place(tmp_path):
@@ -79,7 +81,8 @@ def _write(tmp_path, doc):
 
 
 VOLCANO_JOB = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "mpi", "namespace": "ai"},
-               "spec": {"minAvailable": 1, "tasks": [{"name": "worker", "replicas": 1, "template": {"spec": spec(OVERRIDE)}}]}}
+               "spec": {"minAvailable": 1,
+                        "tasks": [{"name": "worker", "replicas": 1, "template": {"spec": spec(OVERRIDE)}}]}}
 
 
 @pytest.mark.parametrize("obj, skipped", [
@@ -90,7 +93,8 @@ VOLCANO_JOB = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metada
     pytest.param({**VOLCANO_JOB, "apiVersion": "ray.io/v1", "kind": "RayJob"},
                  "kind RayJob is not one gpu-admission handles", id="ray-job"),
     pytest.param({**VOLCANO_JOB, "apiVersion": "example.com/v1", "kind": "Pod"},
-                 "kind Pod of API group example.com is not the core Pod gpu-admission handles", id="pod-of-another-group"),
+                 "kind Pod of API group example.com is not the core Pod gpu-admission handles",
+                 id="pod-of-another-group"),
     # benign twins: the kinds gpu-admission does handle, matched with their group, are evaluated
     pytest.param({"apiVersion": "batch/v1", "kind": "Job", **job_body("bad", OVERRIDE)}, None, id="batch-v1-job"),
     pytest.param({"apiVersion": "v1", "kind": "Pod", **api_pod("bad", OVERRIDE)}, None, id="core-pod"),

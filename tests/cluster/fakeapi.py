@@ -606,7 +606,9 @@ class _Handler(BaseHTTPRequestHandler):
             obj = json.loads(body)
             invalid = crd_errors(obj) if (obj.get("apiVersion"), obj.get("kind")) in CRDS else []
             if invalid:
-                raise _Failure(status(422, "Invalid", f'{res.kind}.{res.group} "{name or (obj.get("metadata") or {}).get("name", "")}" is invalid: '
+                raise _Failure(status(422, "Invalid",
+                                      f'{res.kind}.{res.group} "{name or (obj.get("metadata") or {}).get("name", "")}" '
+                                      'is invalid: '
                                       + "; ".join(invalid), group=res.group, kind=res.kind))
             meta = obj.setdefault("metadata", {})
             if res.namespaced:

@@ -26,7 +26,8 @@ def _policy(path, lookups: str = "") -> None:
 def _denied_for(client) -> set[str]:
     body = client.post("/validate?timeout=10s", json={"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                                                       "request": request_of(BOTH)}).get_json()
-    return {line.rsplit("[", 1)[1].split("]")[0] for line in body["response"].get("status", {}).get("message", "").splitlines()
+    return {line.rsplit("[", 1)[1].split("]")[0] for line in body["response"].get("status", {}).get("message",
+                                                                                                    "").splitlines()
             if "[" in line}
 
 

@@ -44,7 +44,8 @@ spec:
 
 # The cluster these tests audit: the seed, the shared fixtures' real manifests (the counts below are theirs)
 # and one pod asking for GPUs both ways. The other real manifests have their own tables (tests/policy/rules).
-AUDITED_REAL = ("NVIDIA_KAI-Scheduler__docs_quickstart_pods_gpu-pod.yaml", "NVIDIA_k8s-device-plugin__testdata_job-1.yaml",
+AUDITED_REAL = ("NVIDIA_KAI-Scheduler__docs_quickstart_pods_gpu-pod.yaml",
+                "NVIDIA_k8s-device-plugin__testdata_job-1.yaml",
                 "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test1.yaml",
                 "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test2.yaml",
                 "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test3.yaml",
@@ -83,7 +84,8 @@ def test_listing_is_chunked_and_complete(cluster, api_client):
     assert not listing.failures and listing.attempts == len(AUDITED)
     expected = sum(len(cluster.objects(r.plural)) for r in AUDITED)
     assert len(listing.objects) == expected
-    assert len({(r.plural, o["metadata"].get("namespace"), o["metadata"]["name"]) for r, o in listing.objects}) == expected
+    assert len({(r.plural, o["metadata"].get("namespace"), o["metadata"]["name"])
+                for r, o in listing.objects}) == expected
     pods = cluster.calls_to("pods", "list")
     assert len(pods) == math.ceil(len(cluster.objects("pods")) / 2)
     assert all(c.query["limit"] == "2" for c in pods)
@@ -138,7 +140,8 @@ def test_json_is_what_check_says_of_the_same_manifests(cluster, audit, tmp_path,
     for key, result in audited.items():
         assert set(result) == set(checked[key])
         assert result["allowed"] == checked[key]["allowed"], key
-        assert sorted(v["rule"] for v in result["violations"]) == sorted(v["rule"] for v in checked[key]["violations"]), key
+        expected = sorted(v["rule"] for v in checked[key]["violations"])
+        assert sorted(v["rule"] for v in result["violations"]) == expected, key
         assert result["source"]["resource"] and result["source"]["cluster"].startswith("https://127.0.0.1:")
     trainer = audited[("Pod", "ai-workloads", "trainer")]
     assert not trainer["allowed"] and "double-mechanism" in {v["rule"] for v in trainer["violations"]}
@@ -428,7 +431,8 @@ def test_ci_formats_of_a_live_audit(cluster, audit, output):
         assert {"ai-workloads", "gpu-test3", "(cluster)"} <= suites
     else:
         assert len(out.splitlines()) == len(findings)
-        assert all(line.startswith(("::error title=", "::warning title=", "::notice title=")) for line in out.splitlines())
+        assert all(line.startswith(("::error title=", "::warning title=",
+                                    "::notice title=")) for line in out.splitlines())
 
 
 def test_audit_fail_on_warn(cluster, audit, tmp_path):

@@ -80,7 +80,8 @@ def test_a_wrong_token_is_unauthorized(fake_api, certs, tmp_path):
 
 def test_pods_come_back_shaped_by_the_apiserver(fake_api, api_client):
     fake_api.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "a"},
-                    "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}})
+                    "spec": {"containers": [{"name": "c", "image": "x",
+                                             "resources": {"limits": {"nvidia.com/gpu": 1}}}]}})
     raw = k8s.CoreV1Api(api_client).read_namespaced_pod("p", "a", _preload_content=False)
     pod = json.loads(raw.data)
     assert pod["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": "1"},

@@ -46,8 +46,10 @@ def test_first_list_is_paged_and_syncs_the_cache(fake_api, informer):
     lists = fake_api.calls_to("resourceclaimtemplates", "list")
     assert [c.query.get("limit") for c in lists] == ["2", "2"]
     assert "continue" not in lists[0].query and lists[1].query["continue"]
-    stored = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in fake_api.objects("resourceclaimtemplates")}
-    assert set(stored) == {("ai-workloads", "single-large-gpu"), ("gpu-test1", "single-gpu"), ("gpu-test2", "single-gpu")}
+    stored = {(o["metadata"]["namespace"],
+               o["metadata"]["name"]): o for o in fake_api.objects("resourceclaimtemplates")}
+    assert set(stored) == {("ai-workloads", "single-large-gpu"), ("gpu-test1", "single-gpu"),
+                           ("gpu-test2", "single-gpu")}
     for key, obj in stored.items():
         assert inf.get(key) == obj  # kind and apiVersion restored on list items, nothing else changed
     assert inf.resource_version == fake_api.resource_version

@@ -124,14 +124,16 @@ def test_an_extended_resource_device_class_changes_the_verdict_on_the_dra_cohort
     before = validate(review(PLAIN_GPU_ON_DRA), policy=POLICY, resolver=resolver)
     assert not before.allowed and Rule.COHORT_MISMATCH.value in rules(before)
     fake_api.apply(EXTENDED_CLASS)
-    eventually(lambda: "gpu-as-extended-resource" in {c["metadata"]["name"] for c in resolver.device_class_list().value})
+    eventually(lambda: "gpu-as-extended-resource" in {
+        c["metadata"]["name"] for c in resolver.device_class_list().value})
     after = validate(review(PLAIN_GPU_ON_DRA), policy=POLICY, resolver=resolver)
     assert after.allowed and not rules(after) & {Rule.COHORT_MISMATCH.value, Rule.RESOURCE_NOT_OFFERED.value}
 
 
 @pytest.mark.parametrize("source, obj", [
     pytest.param({"configMapRef": {"name": "cuda-env"}},
-                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cuda-env", "namespace": "ai-workloads"},
+                 {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "cuda-env", "namespace": "ai-workloads"},
                   "data": {"CUDA_VISIBLE_DEVICES": "0,1,2,3", "OTHER": "x"}}, id="configmap"),
     pytest.param({"secretRef": {"name": "cuda-env"}},
                  {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cuda-env", "namespace": "ai-workloads"},

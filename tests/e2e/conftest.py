@@ -316,7 +316,8 @@ def golden(request):
             GOLDEN.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             return
-        assert path.exists(), f"golden file {path.relative_to(REPO)} is missing: run `make e2e E2E_ARGS=--update-golden`"
+        assert path.exists(), (f"golden file {path.relative_to(REPO)} is missing: "
+                               "run `make e2e E2E_ARGS=--update-golden`")
         assert text == path.read_text(encoding="utf-8"), f"kubectl's output differs from {path.relative_to(REPO)}"
 
     return check

@@ -17,7 +17,8 @@ from tests.e2e.test_kubectl import gpu_pod
 pytestmark = pytest.mark.e2e
 
 SCHEMAS = REPO / "tests" / "data" / "schemas"
-CRDS = [SCHEMAS / "wgpolicyk8s.io_policyreports-standin.yaml", SCHEMAS / "wgpolicyk8s.io_clusterpolicyreports-standin.yaml"]
+CRDS = [SCHEMAS / "wgpolicyk8s.io_policyreports-standin.yaml",
+        SCHEMAS / "wgpolicyk8s.io_clusterpolicyreports-standin.yaml"]
 VISIBLE_ALL = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
 
 

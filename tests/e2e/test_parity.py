@@ -87,4 +87,5 @@ def test_kubectl_apply_agrees_with_check(cluster, kubectl, lookups, webhook, pat
         assert (result.returncode == 0) == all(want_verdicts.values()), result.stderr
     finally:
         subprocess.run([str(kubectl.binary), "delete", "-f", str(path), "--ignore-not-found", "--wait=true",
-                        "--timeout=60s"], capture_output=True, env={**os.environ, "KUBECONFIG": str(kubectl.kubeconfig)})
+                        "--timeout=60s"], capture_output=True,
+                        env={**os.environ, "KUBECONFIG": str(kubectl.kubeconfig)})

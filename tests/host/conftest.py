@@ -143,6 +143,7 @@ def golden_host(request):
     update = bool(request.config.getoption("update_golden", default=False))
 
     def check(lines, name: str | None = None) -> None:
-        compare_golden(lines, GOLDEN_HOST / f"{name or request.node.callspec.id}.txt", update=update, suite="tests/host")
+        compare_golden(lines, GOLDEN_HOST / f"{name or request.node.callspec.id}.txt", update=update,
+                       suite="tests/host")
 
     return check

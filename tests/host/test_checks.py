@@ -80,14 +80,16 @@ CASES = [
      Check.DRIVER, [Status.UNKNOWN], Status.UNKNOWN),
     ("dra-toolkit-1.17", "dra", {}, {"files": {"nvidia-ctk-version.txt": CTK_1_17}},
      Check.TOOLKIT, [Status.FAIL], Status.FAIL),
-    ("dra-toolkit-1.18-rc", "dra", {}, {"files": {"nvidia-ctk-version.txt": "NVIDIA Container Toolkit CLI version 1.18.0-rc.2\n"}},
+    ("dra-toolkit-1.18-rc", "dra", {},
+     {"files": {"nvidia-ctk-version.txt": "NVIDIA Container Toolkit CLI version 1.18.0-rc.2\n"}},
      Check.TOOLKIT, [Status.FAIL], Status.FAIL),
     ("dra-toolkit-absent", "dra", {}, {"remove": ("nvidia-ctk-version.txt",)}, Check.TOOLKIT, [Status.UNKNOWN],
      Status.UNKNOWN),
     ("device-plugin-toolkit-1.17", "device-plugin", {},
      {"files": {"nvidia-ctk-version.txt": CTK_1_17}},
      Check.TOOLKIT, [Status.PASS], Status.PASS),
-    ("device-plugin-toolkit-1.6", "device-plugin", {}, {"files": {"nvidia-ctk-version.txt": CTK_1_17.replace("1.17.5", "1.6.0")}},
+    ("device-plugin-toolkit-1.6", "device-plugin", {},
+     {"files": {"nvidia-ctk-version.txt": CTK_1_17.replace("1.17.5", "1.6.0")}},
      Check.TOOLKIT, [Status.FAIL], Status.FAIL),
     ("device-plugin-toolkit-absent", "device-plugin", {}, {"remove": ("nvidia-ctk-version.txt",)}, Check.TOOLKIT,
      [Status.UNKNOWN], Status.UNKNOWN),
@@ -99,15 +101,19 @@ CASES = [
                                                       .replace("kind: nvidia.com/gpu", "kind: example.com/fpga")}},
      Check.CDI_SPEC, [Status.FAIL], Status.FAIL),
     ("dra-cdi-spec-stale", "dra", {}, {"files": {"nvidia-smi-q.xml": XML.replace("<attached_gpus>1", "<attached_gpus>2")
-                                                 .replace("</gpu>", "</gpu>" + XML[XML.index("<gpu id"):XML.index("</gpu>") + 6], 1)}},
+                                                 .replace("</gpu>",
+                                                          "</gpu>" + XML[XML.index("<gpu id"):XML.index("</gpu>") + 6],
+                                                          1)}},
      Check.CDI_SPEC, [Status.FAIL], Status.FAIL),
     ("dra-cdi-not-captured", "dra", {}, {"remove": ("etc/cdi", "var/run/cdi")}, Check.CDI_SPEC, [Status.UNKNOWN],
      Status.UNKNOWN),
-    ("dra-cdi-off-containerd-1.7", "dra", {}, {"remove": (DROP_IN,), "files": {"etc/containerd/config.toml": V2_ROOT_ONLY}},
+    ("dra-cdi-off-containerd-1.7", "dra", {},
+     {"remove": (DROP_IN,), "files": {"etc/containerd/config.toml": V2_ROOT_ONLY}},
      Check.CDI_RUNTIME, [Status.FAIL], Status.FAIL),
     ("dra-cdi-default-containerd-2.1", "dra", {}, {"containerd": "v3"}, Check.CDI_RUNTIME, [Status.PASS], Status.PASS),
     ("dra-cdi-explicitly-off", "dra", {}, {"containerd": "v3", "files": {DROP_IN: DROP_IN_V3.replace(
-        '[plugins."io.containerd.cri.v1.runtime"]\n', '[plugins."io.containerd.cri.v1.runtime"]\n    enable_cdi = false\n', 1)}},
+        '[plugins."io.containerd.cri.v1.runtime"]\n',
+        '[plugins."io.containerd.cri.v1.runtime"]\n    enable_cdi = false\n', 1)}},
      Check.CDI_RUNTIME, [Status.FAIL], Status.FAIL),
     ("dra-cdi-containerd-version-unknown", "dra", {}, {"containerd": "v3", "remove": ("containerd-version.txt",)},
      Check.CDI_RUNTIME, [Status.UNKNOWN], Status.UNKNOWN),
@@ -118,7 +124,8 @@ CASES = [
     ("device-plugin-fit-v1", "device-plugin", {}, {"remove": (DROP_IN,), "files": {
         "etc/containerd/config.toml": (CONTAINERD / "v1-config.toml").read_text()}}, Check.HANDLER,
      [Status.PASS], Status.PASS),
-    ("device-plugin-no-handler", "device-plugin", {}, {"remove": (DROP_IN,), "files": {"etc/containerd/config.toml": V2_ROOT_ONLY}},
+    ("device-plugin-no-handler", "device-plugin", {},
+     {"remove": (DROP_IN,), "files": {"etc/containerd/config.toml": V2_ROOT_ONLY}},
      Check.HANDLER, [Status.FAIL], Status.FAIL),
     ("device-plugin-other-runtime-class", "device-plugin", {"runtimeClassName": "nvidia-cdi"}, {}, Check.HANDLER,
      [Status.PASS], Status.PASS),
@@ -129,7 +136,8 @@ CASES = [
      Status.UNKNOWN),
     ("device-plugin-no-containerd-config", "device-plugin", {}, {"remove": ("etc/containerd/config.toml",)},
      Check.HANDLER, [Status.UNKNOWN], Status.UNKNOWN),
-    ("device-plugin-drop-in-broken", "device-plugin", {}, {"files": {"etc/containerd/conf.d/50-broken.toml": "[plugins\n"}},
+    ("device-plugin-drop-in-broken", "device-plugin", {},
+     {"files": {"etc/containerd/conf.d/50-broken.toml": "[plugins\n"}},
      Check.CONTAINERD, [Status.FAIL], Status.FAIL),
     ("drop-in-newer-containerd-2.3", "device-plugin", {}, {"files": {
         DROP_IN: DROP_IN_V3, "containerd-version.txt": "containerd github.com/containerd/containerd/v2 v2.3.0 0\n"}},
@@ -139,11 +147,13 @@ CASES = [
      Check.CONTAINERD, [Status.PASS], Status.PASS),
     ("device-plugin-mig-on", "device-plugin", {}, {"files": {"nvidia-smi-q.xml": xml_with(XML, **MIG_ON, devices=7)}},
      Check.MIG_MODE, [Status.FAIL], Status.FAIL),
-    ("device-plugin-mig-pending", "device-plugin", {}, {"files": {"nvidia-smi-q.xml": xml_with(XML, mig=("Disabled", "Enabled"))}},
+    ("device-plugin-mig-pending", "device-plugin", {},
+     {"files": {"nvidia-smi-q.xml": xml_with(XML, mig=("Disabled", "Enabled"))}},
      Check.MIG_MODE, [Status.FAIL], Status.FAIL),
     ("dra-mig-on", "dra", {}, {"files": {"nvidia-smi-q.xml": xml_with(XML, **MIG_ON, devices=7)}},
      Check.MIG_MODE, [Status.FAIL], Status.FAIL),
-    ("dra-mig-cohort-mig-on", "dra", {"deviceTypes": ["mig"]}, {"files": {"nvidia-smi-q.xml": xml_with(XML, **MIG_ON, devices=7)}},
+    ("dra-mig-cohort-mig-on", "dra", {"deviceTypes": ["mig"]},
+     {"files": {"nvidia-smi-q.xml": xml_with(XML, **MIG_ON, devices=7)}},
      Check.MIG_MODE, [Status.PASS], Status.PASS),
     ("dra-mig-cohort-mig-off", "dra", {"deviceTypes": ["mig"]}, {}, Check.MIG_MODE, [Status.FAIL], Status.FAIL),
     ("mixed-mig-off", "device-plugin", MIXED_H200, {}, Check.MIG_MODE, [Status.FAIL], Status.FAIL),
@@ -166,22 +176,28 @@ CASES = [
     ("single-two-profiles", "device-plugin", SINGLE_H200, {"files": {
         "nvidia-smi-q.xml": xml_with(XML, **MIG_ON, devices=2), "list.txt": list_with(LIST, ["1g.18gb", "3g.71gb"])}},
      Check.MIG_DEVICES, [Status.FAIL], Status.FAIL),
-    ("compute-prohibited", "device-plugin", {}, {"files": {"nvidia-smi-q.xml": xml_with(XML, compute_mode="Prohibited")}},
+    ("compute-prohibited", "device-plugin", {},
+     {"files": {"nvidia-smi-q.xml": xml_with(XML, compute_mode="Prohibited")}},
      Check.COMPUTE_MODE, [Status.FAIL], Status.FAIL),
     ("exclusive-process-exclusive-cohort", "device-plugin", {}, {"files": {
-        "nvidia-smi-q.xml": xml_with(XML, compute_mode="Exclusive_Process")}}, Check.COMPUTE_MODE, [Status.PASS], Status.PASS),
+        "nvidia-smi-q.xml": xml_with(XML, compute_mode="Exclusive_Process")}}, Check.COMPUTE_MODE, [Status.PASS],
+        Status.PASS),
     ("time-slicing-exclusive-process", "device-plugin", TIME_SLICED, {"files": {
-        "nvidia-smi-q.xml": xml_with(XML, compute_mode="Exclusive_Process")}}, Check.COMPUTE_MODE, [Status.FAIL], Status.FAIL),
+        "nvidia-smi-q.xml": xml_with(XML, compute_mode="Exclusive_Process")}}, Check.COMPUTE_MODE, [Status.FAIL],
+        Status.FAIL),
     ("time-slicing-default-mode", "device-plugin", TIME_SLICED, {}, Check.SHARING, [Status.UNKNOWN], Status.UNKNOWN),
     ("mps-exclusive-process", "device-plugin", MPS, {"files": {
-        "nvidia-smi-q.xml": xml_with(XML, compute_mode="Exclusive_Process")}}, Check.MPS, [Status.PASS], Status.UNKNOWN),
+        "nvidia-smi-q.xml": xml_with(XML, compute_mode="Exclusive_Process")}}, Check.MPS, [Status.PASS],
+        Status.UNKNOWN),
     ("mps-on-mig", "device-plugin", {**MPS, **MIXED_H200}, {"files": {
         "nvidia-smi-q.xml": xml_with(XML, **MIG_ON, devices=1), "list.txt": list_with(LIST, ["1g.18gb"])}},
      Check.MPS, [Status.FAIL], Status.FAIL),
-    ("mps-daemon-on-exclusive-cohort", "device-plugin", {}, {"files": {"processes.txt": "systemd\nnvidia-cuda-mps-control\n"}},
+    ("mps-daemon-on-exclusive-cohort", "device-plugin", {},
+     {"files": {"processes.txt": "systemd\nnvidia-cuda-mps-control\n"}},
      Check.MPS, [Status.FAIL], Status.FAIL),
     ("processes-not-captured", "dra", {}, {"remove": ("processes.txt",)}, Check.MPS, [Status.UNKNOWN], Status.UNKNOWN),
-    ("dra-sharing-gates", "dra", {"sharingStrategies": ["TimeSlicing"]}, {}, Check.SHARING, [Status.UNKNOWN], Status.UNKNOWN),
+    ("dra-sharing-gates", "dra", {"sharingStrategies": ["TimeSlicing"]}, {}, Check.SHARING, [Status.UNKNOWN],
+     Status.UNKNOWN),
 ]
 
 
@@ -223,7 +239,8 @@ def test_each_gpu_is_checked(host_dir):
     assert mig == [(Status.FAIL, "GPU 1 (NVIDIA A100-SXM4-40GB)"), (Status.PASS, "host")]
     assert "GPU 0: no MIG" in next(f.what for f in found if f.check is Check.MIG_MODE and f.status is Status.PASS)
     # the CDI spec names one GPU by index, the host has two
-    assert statuses(findings(host_dir(files={"nvidia-smi-q.xml": V12_TWO_GPUS}), "dra"), Check.CDI_SPEC) == [Status.FAIL]
+    assert statuses(findings(host_dir(files={"nvidia-smi-q.xml": V12_TWO_GPUS}), "dra"),
+                    Check.CDI_SPEC) == [Status.FAIL]
 
 
 # What `kubectl get node NAME -o json` says of the lent host once it joins a cohort (a stand-in: that host is in
@@ -231,7 +248,8 @@ def test_each_gpu_is_checked(host_dir):
 DP_LABELS = {"eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allocation": "device-plugin"}
 NODE_CASES = [
     ("exclusive-fit", {}, {"nvidia.com/gpu": "1"}, DP_LABELS, Check.SHARING, [Status.PASS], Status.PASS),
-    ("exclusive-labels-of-dra", {}, {"nvidia.com/gpu": "1"}, {**DP_LABELS, "workload.example.com/gpu-allocation": "dra"},
+    ("exclusive-labels-of-dra", {}, {"nvidia.com/gpu": "1"},
+     {**DP_LABELS, "workload.example.com/gpu-allocation": "dra"},
      Check.NODE_LABELS, [Status.FAIL], Status.FAIL),
     ("exclusive-replicas-under-plain-name", {}, {"nvidia.com/gpu": "4"}, DP_LABELS, Check.SHARING, [Status.FAIL],
      Status.FAIL),

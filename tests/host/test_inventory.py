@@ -59,7 +59,8 @@ def test_ids_only_when_asked():
 def test_mig_devices_take_their_profile_from_the_list(host_dir):
     from tests.host.conftest import list_with
     folder = host_dir(configured=False, files={
-        "nvidia-smi-q.xml": xml_with((HOST_H200 / "nvidia-smi-q.xml").read_text(), mig=("Enabled", "Enabled"), devices=2),
+        "nvidia-smi-q.xml": xml_with((HOST_H200 / "nvidia-smi-q.xml").read_text(), mig=("Enabled", "Enabled"),
+                                     devices=2),
         "list.txt": list_with((HOST_H200 / "list.txt").read_text(), ["1g.18gb", "1g.18gb"])})
     [gpu] = inventory(collect(CapturedHost(folder)))["gpus"]
     assert gpu["migDevices"] == [{"index": 0, "profile": "1g.18gb", "memoryMiB": 16384},

@@ -110,7 +110,8 @@ def test_parsers_refuse_other_text(parse, text, error):
 def test_lgip_is_the_shipped_h200_table(folder):
     profiles = mig.parse_lgip(read(folder, "mig-lgip.txt"))
     assert mig.tables(profiles) == {0: dict(MIG_PROFILE_TABLES["H200-141GB"])}
-    assert [(p.name, p.profile_id, p.memory_gib) for p in profiles][:2] == [("1g.18gb", 19, 16.0), ("1g.18gb+me", 20, 16.0)]
+    assert [(p.name, p.profile_id, p.memory_gib) for p in profiles][:2] == [("1g.18gb", 19, 16.0),
+                                                                            ("1g.18gb+me", 20, 16.0)]
     assert mig.policy_table(mig.tables(profiles)[0]) == (dict(MIG_PROFILE_TABLES["H200-141GB"]), ())
 
 
@@ -148,13 +149,15 @@ def test_ctk_version(name, version, pre):
 
 
 def test_ctk_pre_release_and_garbage():
-    assert toolkit.parse_ctk_version("NVIDIA Container Toolkit CLI version 1.18.0-rc.2\ncommit: abc\n") == ((1, 18, 0), True)
+    assert toolkit.parse_ctk_version("NVIDIA Container Toolkit CLI version 1.18.0-rc.2\ncommit: abc\n") == ((1, 18, 0),
+                                                                                                            True)
     with pytest.raises(nvsmi.ParseError, match="command not found"):
         toolkit.parse_ctk_version("bash: nvidia-ctk: command not found\n")
 
 
 @pytest.mark.parametrize("text, version", [
-    pytest.param("containerd containerd.io 1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da\n", (1, 7, 27), id="1.7-deb"),
+    pytest.param("containerd containerd.io 1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da\n", (1, 7, 27),
+                 id="1.7-deb"),
     pytest.param("containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7193e4e490e9fbdc236c0e811ccaba3376\n",
                  (2, 1, 4), id="2.1-upstream"),
 ])
@@ -178,10 +181,12 @@ V2_CRI, V3_CRI = 'plugins."io.containerd.grpc.v1.cri"', 'plugins."io.containerd.
 def test_containerd_configs(name, version, handlers, cdi_on, imports, default, table):
     """The stand-ins for containerd configs before and after `nvidia-ctk runtime configure` (tests/data/host)."""
     config = containerd.parse_config(read(CONTAINERD, name), f"/etc/containerd/{name}")
-    assert (config.version, set(config.runtimes), config.enable_cdi, config.imports) == (version, handlers, cdi_on, imports)
+    assert (config.version, set(config.runtimes), config.enable_cdi, config.imports) == (version, handlers, cdi_on,
+                                                                                         imports)
     assert config.default_runtime == default
     for handler, runtime in config.runtimes.items():
-        assert (runtime.runtime_type, runtime.table) == ("io.containerd.runc.v2", f"{table}.containerd.runtimes.{handler}")
+        assert (runtime.runtime_type, runtime.table) == ("io.containerd.runc.v2",
+                                                         f"{table}.containerd.runtimes.{handler}")
         assert runtime.binary_name == NVIDIA_HANDLERS.get(handler), handler  # runc: no BinaryName, plain runc
 
 

@@ -36,7 +36,8 @@ def rule_groups() -> dict:
 
 @pytest.fixture(scope="session")
 def dashboard() -> dict:
-    (config_map,) = [o for o in _objects(VALUES) if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-dashboard")]
+    (config_map,) = [o for o in _objects(VALUES)
+                     if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-dashboard")]
     return json.loads(config_map["data"]["gpu-admission.json"])
 
 

@@ -23,7 +23,8 @@ from .conftest import alert_rules, binary, dashboard_queries
 
 pytestmark = pytest.mark.slow
 # Panels the traffic below must fill (the others need lookups on).
-MAIN_PANELS = {"Versions running", "Replicas answering scrapes", "Certificate expires in", "Policy in force is the file on disk",
+MAIN_PANELS = {"Versions running", "Replicas answering scrapes", "Certificate expires in",
+               "Policy in force is the file on disk",
                "Policy loaded", "Requests by result", "Requests by endpoint and operation", "Denials by rule",
                "Patches by rule", "Latency", "Errors"}
 VARIABLES = {"$namespace": NAMESPACE, "$job": RELEASE}
@@ -115,7 +116,8 @@ def test_dashboard_and_alerts_on_a_real_prometheus(deployed, prometheus, dashboa
         deadline = time.monotonic() + DEADLINE
         while True:
             answers = {(title, expr): prometheus.query(expr) for title, expr in queries}
-            filled = {title for (title, _), a in answers.items() if a.get("status") == "success" and a["data"]["result"]}
+            filled = {title for (title, _),
+                      a in answers.items() if a.get("status") == "success" and a["data"]["result"]}
             empty = MAIN_PANELS - filled  # a panel shows data when one of its queries returns some
             if not empty or time.monotonic() > deadline:
                 break

@@ -135,7 +135,8 @@ def test_promtool_unit_test_fires_and_its_twin_does_not(rules_file, rule_groups,
 def test_the_latency_threshold_follows_the_webhook_timeouts(values, latency):
     merged = {**values, "prometheusRule": {**VALUES["prometheusRule"], **values.get("prometheusRule", {})}}
     text = render_values(merged)["gpu-admission/templates/prometheusrule.yaml"]
-    (rule,) = [r for g in yaml.safe_load(text)["spec"]["groups"] for r in g["rules"] if r["alert"] == "GpuAdmissionLatencyHigh"]
+    (rule,) = [r for g in yaml.safe_load(text)["spec"]["groups"] for r in g["rules"]
+               if r["alert"] == "GpuAdmissionLatencyHigh"]
     assert rule["expr"].rstrip().endswith(latency)
 
 

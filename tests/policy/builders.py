@@ -163,7 +163,8 @@ def workload(kind, name, spec, *, namespace=NS, labels=None, annotations=None):
     raise AssertionError(kind)
 
 
-def device_class(name, *, driver="gpu.nvidia.com", device_type="gpu", extended=None, quote='"', api="resource.k8s.io/v1",
+def device_class(name, *, driver="gpu.nvidia.com", device_type="gpu", extended=None, quote='"',
+                 api="resource.k8s.io/v1",
                  extra_cel=""):
     q = quote
     expression = f"device.driver == {q}{driver}{q}"
@@ -309,7 +310,8 @@ POLICIES = {
         "unresolved-claim": "enforce", "device-access-bypass": "audit", "visible-devices-override": "off",
         "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit"}),
     "variables": _policy(visibleDeviceVariables=["NVIDIA_VISIBLE_DEVICES"]),
-    # a second DRA cohort (its own allocation label value): node selection can admit two cohorts, neither a device plugin's
+    # a second DRA cohort (its own allocation label value): node selection can admit two cohorts,
+    # neither a device plugin's
     "two-dra": _policy(cohorts=[*yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))["cohorts"], {
         "name": "dra-b", "mechanism": "dra", "nodeLabels": {**HYBRID, ALLOC: "dra-b"}, "driver": "gpu.nvidia.com",
         "deviceTypes": ["gpu"]}]),
@@ -331,7 +333,8 @@ NVIDIA_ALL = {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}
 VOID = {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}
 
 
-KAI_ENV = {"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": "kai-gpu-sharing", "key": "visible"}}}
+KAI_ENV = {"name": "NVIDIA_VISIBLE_DEVICES",
+           "valueFrom": {"configMapKeyRef": {"name": "kai-gpu-sharing", "key": "visible"}}}
 
 
 DEVICE_PLUGIN_SOCKETS = {"name": "device-plugin", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}

@@ -1,7 +1,7 @@
 """Fixtures of the policy tests: evaluation through the CLI's path and golden message files.
 
-Golden files live under tests/golden/rules/, one per case id that gives messages, one message per line. A missing or different
-file fails the test; `pytest --update-golden` rewrites them from the current output (review the diff)."""
+Golden files live under tests/golden/rules/, one per case id that gives messages, one message per line. A missing or
+different file fails the test; `pytest --update-golden` rewrites them from the current output (review the diff)."""
 from __future__ import annotations
 
 import copy

@@ -14,19 +14,22 @@ from webhook.rules import DEFAULT_ACTIONS, Action, Rule
 def test_default_reproduces_the_seed_cohorts():
     policy = default_policy()
     dp, dra = policy.cohorts
-    assert (dp.name, dp.mechanism, dp.runtime_class_name, dp.mig_strategy) == ("device-plugin", "device-plugin", "nvidia", "none")
+    assert (dp.name, dp.mechanism, dp.runtime_class_name, dp.mig_strategy) == ("device-plugin", "device-plugin",
+                                                                               "nvidia", "none")
     assert dict(dp.node_labels) == {"eks.amazonaws.com/compute-type": "hybrid",
                                     "workload.example.com/gpu-allocation": "device-plugin"}
     assert dp.offered_resources() == {"nvidia.com/gpu"}
     assert dp.time_slicing is None and dp.mps is None
-    assert [t.as_dict() for t in dp.tolerations] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert [t.as_dict() for t in dp.tolerations] == [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                                      "effect": "NoSchedule"}]
     assert (dra.name, dra.mechanism, dra.driver, dra.device_types, dra.max_devices_per_claim) == (
         "dra", "dra", "gpu.nvidia.com", ("gpu",), 8)
     assert dict(dra.node_labels)["workload.example.com/gpu-allocation"] == "dra"
     assert dra.sharing_strategies == ()
     assert set(policy.device_classes) == {"gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com",
                                           "hybrid-full-gpu", "hybrid-large-gpu", "imex.nvidia.com",
-                                          "compute-domain-daemon.nvidia.com", "compute-domain-default-channel.nvidia.com"}
+                                          "compute-domain-daemon.nvidia.com",
+                                          "compute-domain-default-channel.nvidia.com"}
     # the NVIDIA DRA driver's own classes that are not GPUs are known, and known not to be GPUs
     assert [policy.selects_gpus(policy.device_classes[n]) for n in (
         "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com", "imex.nvidia.com",
@@ -38,7 +41,8 @@ def test_default_reproduces_the_seed_cohorts():
     assert policy.is_exempt("gpu-admission")  # the service's own namespace
     sec = policy.security
     assert (sec.run_as_non_root, sec.run_as_user, sec.seccomp_profile, sec.allow_privilege_escalation,
-            sec.read_only_root_filesystem, sec.drop_capabilities) == (True, 65532, "RuntimeDefault", False, True, ("ALL",))
+            sec.read_only_root_filesystem, sec.drop_capabilities) == (True, 65532, "RuntimeDefault", False, True,
+                                                                      ("ALL",))
     assert dict(policy.actions) == DEFAULT_ACTIONS
     assert policy.actions[Rule.SHARED_CLAIM] is Action.WARN and policy.actions[Rule.DOUBLE_MECHANISM] is Action.ENFORCE
     assert policy.mode == "enforce"
@@ -86,13 +90,17 @@ def _with(**changes) -> str:
                  "cohorts[0].mig.model: must be one of A100-40GB, H200-141GB, not 'A100-80GB'", id="mig-model"),
     pytest.param(_with(cohorts__1__nodeLabels={"eks.amazonaws.com/compute-type": "hybrid",
                                                "workload.example.com/gpu-allocation": "device-plugin"}),
-                 "cohorts: cohorts 'device-plugin' and 'dra' select the same nodes; each GPU node belongs to exactly one cohort",
+                 "cohorts: cohorts 'device-plugin' and 'dra' select the same nodes; each GPU node belongs to exactly "
+                 "one cohort",
                  id="same-nodes"),
-    pytest.param(_with(cohorts__1__name="device-plugin"), "cohorts: cohort name 'device-plugin' is used twice", id="dup-name"),
+    pytest.param(_with(cohorts__1__name="device-plugin"), "cohorts: cohort name 'device-plugin' is used twice",
+                 id="dup-name"),
     pytest.param(_with(cohorts__0__nodeLabels={"gpu": True}),
-                 "cohorts[0].nodeLabels.gpu: True is not a valid label value (quote numbers and booleans)", id="label-bool"),
+                 "cohorts[0].nodeLabels.gpu: True is not a valid label value (quote numbers and booleans)",
+                 id="label-bool"),
     pytest.param(_with(rules={"double-mechanism": "block"}),
-                 "rules.double-mechanism: must be an action or a mapping with action and onError (enforce, warn, audit, off), not 'block'",
+                 "rules.double-mechanism: must be an action or a mapping with action and onError (enforce, warn, "
+                 "audit, off), not 'block'",
                  id="action"),
     pytest.param(_with(rules={"no-such-rule": "warn"}), "rules.no-such-rule: unknown rule; rules are double-mechanism",
                  id="unknown-rule"),
@@ -108,10 +116,12 @@ def _with(**changes) -> str:
                  id="lookup-type"),
     pytest.param(_with(lookups={"timeoutSeconds": 30}),
                  "lookups.timeoutSeconds: must be > 0 and <= 5 (the webhook's own timeout)", id="lookup-timeout"),
-    pytest.param(_with(securityDefaults={"runAsUser": 0}), "securityDefaults.runAsUser: 0 contradicts runAsNonRoot: true",
+    pytest.param(_with(securityDefaults={"runAsUser": 0}),
+                 "securityDefaults.runAsUser: 0 contradicts runAsNonRoot: true",
                  id="root-default"),
     pytest.param(_with(cohorts__1__deviceClasses=["no-such-class"]),
-                 "cohorts[1].deviceClasses: unknown DeviceClass 'no-such-class'; list it under deviceClasses", id="class"),
+                 "cohorts[1].deviceClasses: unknown DeviceClass 'no-such-class'; list it under deviceClasses",
+                 id="class"),
     pytest.param(_with(cohorts=[]), "cohorts: must list at least one cohort", id="no-cohorts"),
     pytest.param("cohorts: [", "not valid YAML at line 1", id="yaml"),
     pytest.param("- a\n- b\n", "policy: must be a mapping, not a list", id="not-a-mapping"),
@@ -170,14 +180,16 @@ def test_custom_cohorts_sharing_and_mig():
 def test_manager_must_match_mechanism():
     with pytest.raises(ConfigError) as err:
         parse_policy("cohorts: [{name: a, mechanism: dra, manager: gpu-operator-clusterpolicy, nodeLabels: {a: b}}]")
-    assert err.value.errors == ["cohorts[0].manager: gpu-operator-clusterpolicy runs the device-plugin mechanism, not dra"]
+    assert err.value.errors == ["cohorts[0].manager: gpu-operator-clusterpolicy runs the device-plugin mechanism, not "
+                                "dra"]
 
 
 def test_error_names_the_cohort_by_its_index_in_the_document():
     text = _with(cohorts__0__mechanism="mig", cohorts__1__deviceClasses=["no-such-class"])
     with pytest.raises(ConfigError) as err:
         parse_policy(text)
-    assert "cohorts[1].deviceClasses: unknown DeviceClass 'no-such-class'; list it under deviceClasses" in err.value.errors
+    expected = "cohorts[1].deviceClasses: unknown DeviceClass 'no-such-class'; list it under deviceClasses"
+    assert expected in err.value.errors
 
 
 def test_null_security_default_is_not_set():
@@ -187,5 +199,6 @@ def test_null_security_default_is_not_set():
 
 
 def test_unquoted_off_is_the_off_action():
-    policy = parse_policy(DEFAULT_PATH.read_text().replace("rules: {}", "rules:\n  shared-claim: off\n  run-as-root: {action: off}"))
+    policy = parse_policy(DEFAULT_PATH.read_text().replace("rules: {}",
+                                                           "rules:\n  shared-claim: off\n  run-as-root: {action: off}"))
     assert policy.actions[Rule.SHARED_CLAIM] is Action.OFF and policy.actions[Rule.RUN_AS_ROOT] is Action.OFF

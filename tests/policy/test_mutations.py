@@ -31,7 +31,8 @@ def pod(containers, **spec):
 
 
 def gpu(name="main", n=1, **extra):
-    return {"name": name, "image": "registry.example.invalid/cuda:12", "resources": {"limits": {"nvidia.com/gpu": n}}, **extra}
+    return {"name": name, "image": "registry.example.invalid/cuda:12", "resources": {"limits": {"nvidia.com/gpu": n}},
+            **extra}
 
 
 def plain(name="sidecar", **extra):
@@ -145,7 +146,8 @@ def test_mutation_is_idempotent_and_mutated_pod_passes_validation(obj, expected_
     again = mutate(mutated)
     assert again.patch == (), "apiserver reinvocation must yield an empty patch"
     # The mutation adds no finding: what the mutated Pod is denied for, the original was denied for too.
-    before = {(v.rule, v.path) for v in evaluate_object(obj, policy=POLICY, resolver=BundleResolver([]), mutate=False).violations}
+    before = {(v.rule, v.path) for v in evaluate_object(obj, policy=POLICY, resolver=BundleResolver([]),
+                                                        mutate=False).violations}
     after = {(v.rule, v.path) for v in again.violations}
     assert after <= before, after - before
     kubernetes_validate.validate(mutated, "1.34", strict=True)
@@ -165,7 +167,8 @@ def _real_pods():
     for doc in docs:
         if doc.get("kind") == "Pod":
             meta = doc["metadata"]
-            yield pytest.param(doc, docs, id=f"{meta.get('namespace', 'default')}-{meta.get('name') or meta['generateName']}")
+            yield pytest.param(doc, docs,
+                               id=f"{meta.get('namespace', 'default')}-{meta.get('name') or meta['generateName']}")
     # the public GPU stacks' pod shapes written here (tests/policy/rules/test_gpu_stack_shapes.py), the refused
     # ones among them: the validator's, the VFIO and time-sliced DRA pods, KAI's and Volcano's with overrides
     from tests.policy.rules.test_gpu_stack_shapes import SHAPES

@@ -27,7 +27,8 @@ SHARING_POLICY = parse_policy(DEFAULT_PATH.read_text().replace("    migStrategy:
 """) + """
 exceptions:
   - {schedulerNames: [kai-scheduler], rules: [visible-devices-override]}
-  - {users: [alice], groups: [ops], namespaces: [ai], names: ["p*"], serviceAccounts: [ai/default], rules: [run-as-root]}
+  - {users: [alice], groups: [ops], namespaces: [ai], names: ["p*"], serviceAccounts: [ai/default],
+     rules: [run-as-root]}
 namespaceOverrides:
   - {namespaces: [ai], mode: audit, rules: {shared-claim: enforce}}
 """)
@@ -44,7 +45,8 @@ json_values = st.recursive(
         st.sampled_from(["name", "value", "key", "operator", "values", "path", "nvidia.com/gpu", "cpu", "limits",
                          "requests", "claims", "exactly", "deviceClassName", "count", "allocationMode", "type",
                          "privileged", "add", "drop", "runAsUser", "strategy", "sharing", "driver", "opaque",
-                         "parameters", "mountPath", "hostPath", "configMapRef", "secretRef", "prefix"]) | st.text(max_size=6),
+                         "parameters", "mountPath", "hostPath", "configMapRef", "secretRef",
+                         "prefix"]) | st.text(max_size=6),
         inner, max_size=4),
     max_leaves=12,
 )
@@ -56,7 +58,8 @@ POD_PATHS = [
     ("metadata",), ("metadata", "name"), ("metadata", "namespace"), ("metadata", "labels"), ("metadata", "annotations"),
     ("spec",), ("spec", "containers"), ("spec", "initContainers"), ("spec", "ephemeralContainers"),
     ("spec", "containers", 0), ("spec", "containers", 0, "name"), ("spec", "containers", 0, "resources"),
-    ("spec", "containers", 0, "resources", "limits"), ("spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"),
+    ("spec", "containers", 0, "resources", "limits"),
+    ("spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"),
     ("spec", "containers", 0, "resources", "requests"), ("spec", "containers", 0, "resources", "claims"),
     ("spec", "containers", 0, "env"), ("spec", "containers", 0, "env", 0), ("spec", "containers", 0, "env", 0, "name"),
     ("spec", "containers", 0, "env", 0, "value"), ("spec", "containers", 0, "envFrom"),
@@ -85,7 +88,8 @@ def base_pod():
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ai", "labels": {"a": "b"}},
         "spec": {
             "containers": [
-                {"name": "main", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}, "claims": [{"name": "gpu"}]},
+                {"name": "main", "image": "i",
+                 "resources": {"limits": {"nvidia.com/gpu": "1"}, "claims": [{"name": "gpu"}]},
                  "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}],
                  "envFrom": [{"configMapRef": {"name": "cm"}, "prefix": "CUDA_"}],
                  "securityContext": {"privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}},
@@ -158,7 +162,8 @@ def assert_well_formed(ev, obj):
 def test_arbitrary_pod_fields_never_raise(pod, template, kind, policy):
     obj = pod
     if kind == "Job":
-        obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": pod.get("metadata"), "spec": {"template": {"spec": pod.get("spec")}}}
+        obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": pod.get("metadata"),
+               "spec": {"template": {"spec": pod.get("spec")}}}
     elif kind == "CronJob":
         obj = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": pod.get("metadata"),
                "spec": {"jobTemplate": {"spec": {"template": {"spec": pod.get("spec")}}}}}
@@ -171,7 +176,8 @@ def test_arbitrary_pod_fields_never_raise(pod, template, kind, policy):
 
 
 @settings(max_examples=200, deadline=None)
-@given(template=fuzzed(base_template, TEMPLATE_PATHS), kind=st.sampled_from(["ResourceClaimTemplate", "ResourceClaim", "DeviceClass"]))
+@given(template=fuzzed(base_template, TEMPLATE_PATHS),
+       kind=st.sampled_from(["ResourceClaimTemplate", "ResourceClaim", "DeviceClass"]))
 def test_arbitrary_dra_fields_never_raise(template, kind):
     obj = dict(template, kind=kind)
     if kind == "ResourceClaim" and isinstance(obj.get("spec"), dict):
@@ -205,7 +211,8 @@ def test_debug_container_updates_never_raise_and_touch_only_ephemeral_containers
         pod["spec"]["runtimeClassName"] = "nvidia"
         pod["spec"].setdefault("ephemeralContainers", [])
         if isinstance(pod["spec"]["ephemeralContainers"], list):
-            pod["spec"]["ephemeralContainers"].append(debug if isinstance(debug, dict) else {"name": "dbg", "image": "i"})
+            pod["spec"]["ephemeralContainers"].append(debug if isinstance(debug, dict) else {"name": "dbg",
+                                                                                             "image": "i"})
     snapshot = copy.deepcopy(pod)
     for mutating in (True, False):
         ev = evaluate_object(pod, policy=POLICY, resolver=BundleResolver([]), namespace="ai", operation="UPDATE",
@@ -230,7 +237,8 @@ def test_any_device_class_selector_gets_a_verdict_or_unknown(pieces, more):
     from webhook.policy.context import device_class_info
 
     obj = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "c"},
-           "spec": {"selectors": [{"cel": {"expression": " ".join(pieces)}}, *({"cel": {"expression": m}} for m in more)]}}
+           "spec": {"selectors": [{"cel": {"expression": " ".join(pieces)}},
+                                  *({"cel": {"expression": m}} for m in more)]}}
     info = device_class_info(obj, POLICY)
     assert info.unknown is None or (info.driver, info.device_type) == (None, None)
     assert info.unknown is None or ("\n" not in info.unknown and len(info.unknown) < 400)
@@ -242,4 +250,5 @@ def test_patch_equivalent_to_jsonpatch(old, new):
     doc_old, doc_new = {"root": old}, {"root": new}
     ours = make_patch(doc_old, doc_new)
     assert jsonpatch.apply_patch(doc_old, ours) == doc_new
-    assert jsonpatch.apply_patch(doc_old, ours) == jsonpatch.apply_patch(doc_old, jsonpatch.make_patch(doc_old, doc_new))
+    assert jsonpatch.apply_patch(doc_old, ours) == jsonpatch.apply_patch(
+        doc_old, jsonpatch.make_patch(doc_old, doc_new))

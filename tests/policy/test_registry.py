@@ -43,7 +43,8 @@ def test_a_check_is_registered_once_per_target():
     assert len(seen) == len(set(seen))
 
 
-@pytest.mark.parametrize("check", [pytest.param(c, id=f"{c.rule.value}-{'-'.join(sorted(t.name for t in c.applies_to))}")
+@pytest.mark.parametrize("check",
+                         [pytest.param(c, id=f"{c.rule.value}-{'-'.join(sorted(t.name for t in c.applies_to))}")
                                    for c in REGISTRY])
 def test_every_check_has_the_one_signature(check):
     fn = getattr(check.module, check.function)

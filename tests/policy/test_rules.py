@@ -89,4 +89,5 @@ def test_h200_profile_table_is_the_real_hosts():
     rows = re.findall(r"MIG\s+(\S+)\s+\d+\s+\d+/(\d+)", H200_LGIP.read_text(encoding="utf-8"))
     assert rows, f"no profile rows in {H200_LGIP}"
     assert {name: int(total) for name, total in rows} == dict(MIG_PROFILE_TABLES["H200-141GB"])
-    assert dict(POLICIES["mig-mixed-h200"].cohort("device-plugin").mig_profiles) == dict(MIG_PROFILE_TABLES["H200-141GB"])
+    profiles = POLICIES["mig-mixed-h200"].cohort("device-plugin").mig_profiles
+    assert dict(profiles) == dict(MIG_PROFILE_TABLES["H200-141GB"])

@@ -25,8 +25,8 @@ import json
 import re
 import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import jsonpatch
 

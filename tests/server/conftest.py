@@ -14,12 +14,7 @@ from webhook.config.load import DEFAULT_PATH
 from webhook.rules import DEFAULT_ACTIONS, VALIDATIONS, Action
 from webhook.settings import Settings
 
-from tests.support import API_TESTDATA, REAL_MANIFESTS
-
 from .apiserver import ApiServer
-
-REPO = Path(__file__).resolve().parents[2]
-SEED = REPO / "tests" / "data" / "seed"
 
 # Policies by name: the shipped default with a few keys replaced. Every mode of DESIGN.md section 7.
 # Every rule that denies by default, set to warn (derived from the rule table: a new rule is in it).

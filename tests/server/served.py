@@ -17,9 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from webhook.server import certs
-
 from tests.support import free_port
+from webhook.server import certs
 
 from .apiserver import ApiServer
 from .conftest import policy_text

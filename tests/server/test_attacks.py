@@ -42,7 +42,7 @@ class Attack:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._started = threading.Event()
 
-    def start(self) -> "Attack":
+    def start(self) -> Attack:
         self._thread.start()
         self._started.wait(10)
         return self
@@ -86,7 +86,7 @@ class Attack:
                     await self._hold(kind, reader, writer)
                 finally:
                     self.open[kind] -= 1
-            except (OSError, asyncio.TimeoutError, ssl.SSLError):
+            except (TimeoutError, OSError, ssl.SSLError):
                 await asyncio.sleep(0.05)
             finally:
                 if writer is not None:

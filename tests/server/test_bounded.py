@@ -52,12 +52,14 @@ def test_ten_thousand_findings_make_a_small_answer_quickly(make_app, wide_review
     if mode == "enforce" and path == "/validate":
         assert not answer.allowed
         lines = answer.message.split("\n")
-        assert len(lines) == MAX_CARRIED + 1 and lines[-1].startswith(f"... and {CONTAINERS - MAX_CARRIED} more run-as-root")
+        assert len(lines) == MAX_CARRIED + 1 and lines[-1].startswith(f"... and {CONTAINERS - MAX_CARRIED} more "
+                                                                      "run-as-root")
     elif mode == "audit":
         rule = "run-as-root" if path == "/validate" else "default-security-context"
         assert answer.allowed and answer.patch is None  # a dry run patches nothing
         assert len(answer.annotations[rule].encode()) <= review.ANNOTATION_VALUE_MAX_BYTES
-        assert answer.annotations[rule].endswith(f"not shown; run `gpu-admission check` on the manifest to see them all "
+        assert answer.annotations[rule].endswith(f"not shown; run `gpu-admission check` on the manifest to see them "
+                                                 "all "
                                                  f"[{rule}]")
         assert sum(len(v.encode()) for v in answer.annotations.values()) <= review.ANNOTATIONS_MAX_BYTES + 200
         assert answer.annotations["mode"] == "dry-run"

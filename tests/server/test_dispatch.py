@@ -11,7 +11,8 @@ from webhook.handlers.request import AdmissionRequest
 from .apiserver import shape
 
 # A pod every enforcing rule set denies: it overrides CUDA_VISIBLE_DEVICES.
-BAD_POD = shape({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "peek", "namespace": "ml", "labels": {"a": "1"}},
+BAD_POD = shape({"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "peek", "namespace": "ml", "labels": {"a": "1"}},
                  "spec": {"containers": [{"name": "c", "image": "cuda:12",
                                           "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0,1,2,3"}],
                                           "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
@@ -44,7 +45,8 @@ NEVER_BLOCKED = [
                            "target": {"kind": "Node", "name": "gpu-1"}}, operation="CREATE", sub_resource="binding",
                       kind={"group": "", "version": "v1", "kind": "Binding"}, resource="pods"),
                  "pods/binding subresource", id="binding-subresource"),
-    pytest.param(dict(obj={"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "d", "namespace": "ml"},
+    pytest.param(dict(obj={"apiVersion": "autoscaling/v1", "kind": "Scale",
+                           "metadata": {"name": "d", "namespace": "ml"},
                            "spec": {"replicas": 0}}, old={"apiVersion": "autoscaling/v1", "kind": "Scale",
                                                           "metadata": {"name": "d", "namespace": "ml"},
                                                           "spec": {"replicas": 3}},
@@ -116,7 +118,8 @@ def test_a_metadata_update_that_adds_a_device_annotation_is_evaluated(apiserver)
     assert apiserver.send("/validate", apiserver.review(benign, old=clean, operation="UPDATE")).allowed
 
 
-@pytest.mark.parametrize("namespace", ["kube-system", "gpu-system", "gpu-dra-system", "gpu-admission", "nvidia-device-plugin",
+@pytest.mark.parametrize("namespace",
+                         ["kube-system", "gpu-system", "gpu-dra-system", "gpu-admission", "nvidia-device-plugin",
                                        "gpu-operator", "dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu"])
 @pytest.mark.parametrize("path", ["/validate", "/mutate"])
 def test_exempt_namespaces_are_allowed_untouched(apiserver, namespace, path):
@@ -127,7 +130,8 @@ def test_exempt_namespaces_are_allowed_untouched(apiserver, namespace, path):
 
 @pytest.mark.parametrize(("request_", "blocked"), [
     pytest.param({"operation": "CREATE", "resource": {"group": "", "resource": "pods"}}, False, id="create"),
-    pytest.param({"operation": "CREATE", "resource": {"group": "", "resource": "pods"}, "subResource": "ephemeralcontainers"},
+    pytest.param({"operation": "CREATE", "resource": {"group": "", "resource": "pods"},
+                  "subResource": "ephemeralcontainers"},
                  False, id="ephemeralcontainers"),
     pytest.param({"operation": "UPDATE", "resource": {"group": "", "resource": "pods"}, "subResource": "resize"},
                  True, id="resize"),
@@ -143,8 +147,10 @@ def test_only_the_listed_subresources_are_evaluated(request_, blocked):
 
 GOOD_GPU_POD = shape({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
                       "spec": {"runtimeClassName": "nvidia",
-                               "containers": [{"name": "c", "image": "cuda:12", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
-CUDA_DEBUG = {"name": "debugger-x7k2p", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "targetContainerName": "c"}
+                               "containers": [{"name": "c", "image": "cuda:12",
+                                               "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+CUDA_DEBUG = {"name": "debugger-x7k2p", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+              "targetContainerName": "c"}
 
 
 def _debugged(pod, container=CUDA_DEBUG):

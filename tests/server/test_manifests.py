@@ -7,12 +7,13 @@ import json
 import pytest
 import yaml
 
+from tests.support import API_TESTDATA, REAL_MANIFESTS, SEED
 from webhook.app import create_app
 from webhook.objects.kinds import BY_KIND
 from webhook.settings import Settings
 
 from .apiserver import ApiServer, Rejected, judge
-from .conftest import API_TESTDATA, MODES, REAL_MANIFESTS, SEED, flask_transport, policy_text
+from .conftest import MODES, flask_transport, policy_text
 
 
 def _documents():
@@ -50,7 +51,7 @@ def apiservers(tmp_path_factory):
 
 def _namespace(doc):
     info = BY_KIND.get(doc["kind"])
-    if info is not None and not info.namespaced or doc["kind"] == "Namespace":
+    if (info is not None and not info.namespaced) or doc["kind"] == "Namespace":
         return None
     return doc.get("metadata", {}).get("namespace") or "default"  # as `kubectl apply` places it
 

@@ -132,7 +132,8 @@ def test_lookup_metrics_add_what_changed_and_stay_bounded():
         metrics.lookup_stats(stats(n))
     metrics.lookup_stats(stats(5, error="forbidden"))
     text = metrics.exposition().decode()
-    series = [s for f in text_string_to_metric_families(text) for s in f.samples if s.name.startswith("gpu_admission_lookup")]
+    series = [s for f in text_string_to_metric_families(text) for s in f.samples
+              if s.name.startswith("gpu_admission_lookup")]
     assert {s.labels["kind"] for s in series} == set(KINDS)
     assert {s.labels["verb"] for s in series if "verb" in s.labels} == set(LOOKUP_VERBS)
     kind = next(iter(KINDS))

@@ -12,7 +12,8 @@ from .apiserver import ApiServer
 from .conftest import flask_transport
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "peek", "namespace": "ml"},
-       "spec": {"containers": [{"name": "c", "image": "cuda:12", "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0,1"}],
+       "spec": {"containers": [{"name": "c", "image": "cuda:12",
+                                "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0,1"}],
                                 "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
 RULE = "[visible-devices-override]"
 
@@ -70,8 +71,8 @@ def test_dry_run_reports_everything_and_changes_nothing(make_app, caplog, overri
             "outcome": "would-patch"} in decisions[0]["violations"]
     assert "patch_ops" not in decisions[0]
     metrics = app.test_client().get("/metrics").get_data(as_text=True)
-    assert 'gpu_admission_rule_results_total{action="enforce",outcome="would-deny",rule="visible-devices-override"} 1.0' \
-        in metrics
+    assert ('gpu_admission_rule_results_total{action="enforce",outcome="would-deny",rule="visible-devices-override"} '
+            "1.0") in metrics
     assert 'outcome="would-patch",rule="default-runtime-class"} 1.0' in metrics
 
 
@@ -142,4 +143,5 @@ def test_an_evaluation_that_raises_is_answered_per_the_failure_mode(
     assert error["where"][-1].startswith("test_modes.py:") or "_broken_rule" in error["where"][-1]
     assert "boom" not in str(error)  # the exception's text may quote the object; it is not logged
     metrics = app.test_client().get("/metrics").get_data(as_text=True)
-    assert f'gpu_admission_requests_total{{dry_run="false",endpoint="{path[1:]}",kind="Pod",operation="CREATE",result="error"}} 1.0' in metrics
+    assert (f'gpu_admission_requests_total{{dry_run="false",endpoint="{path[1:]}",kind="Pod",operation="CREATE",'
+            'result="error"} 1.0') in metrics

@@ -18,7 +18,8 @@ from .apiserver import ApiServer
 from .conftest import Volume, flask_transport, policy_text
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "peek", "namespace": "ml"},
-       "spec": {"containers": [{"name": "c", "image": "cuda:12", "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}],
+       "spec": {"containers": [{"name": "c", "image": "cuda:12",
+                                "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}],
                                 "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
 
 

@@ -30,16 +30,20 @@ PATCH = ({"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"},)
                  id="validate-never-patches"),
     pytest.param(Outcome(allowed=True, patch=PATCH), True, {
         "uid": REQUEST["uid"], "allowed": True, "patchType": "JSONPatch",
-        "patch": base64.b64encode(json.dumps(list(PATCH), separators=(",", ":")).encode()).decode()}, id="mutate-patch"),
-    pytest.param(Outcome(allowed=True, patch=()), True, {"uid": REQUEST["uid"], "allowed": True}, id="empty-patch-omitted"),
+        "patch": base64.b64encode(json.dumps(list(PATCH), separators=(",", ":")).encode()).decode()},
+        id="mutate-patch"),
+    pytest.param(Outcome(allowed=True, patch=()), True, {"uid": REQUEST["uid"], "allowed": True},
+                 id="empty-patch-omitted"),
     pytest.param(Outcome(allowed=False, message="no [double-mechanism]", patch=PATCH), True, {
         "uid": REQUEST["uid"], "allowed": False,
-        "status": {"code": 403, "reason": "Forbidden", "message": "no [double-mechanism]"}}, id="denial-carries-no-patch"),
+        "status": {"code": 403, "reason": "Forbidden", "message": "no [double-mechanism]"}},
+        id="denial-carries-no-patch"),
     pytest.param(Outcome(allowed=False, message=""), False, {
         "uid": REQUEST["uid"], "allowed": False,
         "status": {"code": 403, "reason": "Forbidden", "message": "denied by the gpu-admission policy"}},
         id="denial-never-without-explanation"),
-    pytest.param(Outcome(allowed=True, warnings=("w1",), audit_annotations=MappingProxyType({"double-mechanism": "x"})), False, {
+    pytest.param(Outcome(allowed=True, warnings=("w1",), audit_annotations=MappingProxyType({"double-mechanism": "x"})),
+                 False, {
         "uid": REQUEST["uid"], "allowed": True, "warnings": ["w1"], "auditAnnotations": {"double-mechanism": "x"}},
         id="warnings-and-annotations"),
 ])
@@ -55,7 +59,8 @@ def test_internal_error_denial_keeps_its_code():
 
 
 def test_denial_message_keeps_one_line_per_violation():
-    lines = [f'pod "ml/p": container "c{i}" sets CUDA_VISIBLE_DEVICES [visible-devices-override] https://x' for i in range(3)]
+    lines = [f'pod "ml/p": container "c{i}" sets CUDA_VISIBLE_DEVICES [visible-devices-override] https://x'
+             for i in range(3)]
     outcome = Outcome(allowed=False, message="\n".join(lines))
     assert answer(outcome, mutating=False).message.split("\n") == lines
 
@@ -73,7 +78,8 @@ def test_denial_message_is_bounded_and_says_how_many_more():
     pytest.param("plain", "plain", id="plain"),
     pytest.param("two\nlines", "two lines", id="newline"),
     pytest.param("tab\there", "tab here", id="tab"),
-    pytest.param("bell\x07 and del\x7f and c1\x85", "bell\\u0007 and del\\u007f and c1\\u0085", id="control-characters"),
+    pytest.param("bell\x07 and del\x7f and c1\x85", "bell\\u0007 and del\\u007f and c1\\u0085",
+                 id="control-characters"),
     pytest.param("line\u2028para\u2029", "line\\u2028para\\u2029", id="unicode-separators"),
     pytest.param("\u202eevil\u202c", "\\u202eevil\\u202c", id="bidi-controls"),
     pytest.param("lone \ud800 surrogate", "lone ? surrogate", id="invalid-utf8"),
@@ -126,7 +132,8 @@ def test_annotation_keys_are_qualified_names(key, expected):
 def test_annotation_keys_that_collide_keep_both_values():
     out = review.audit_annotations({"a/b": "1", "a-b": "2", "a b": "3", "": "dropped"})
     assert out == {"a-b": "1", "a-b-2": "2", "a-b-3": "3"}
-    answer(Outcome(allowed=True, audit_annotations=MappingProxyType({"a/b": "1", "a-b": "2", "x" * 70: "3"})), mutating=False)
+    answer(Outcome(allowed=True, audit_annotations=MappingProxyType({"a/b": "1", "a-b": "2", "x" * 70: "3"})),
+           mutating=False)
 
 
 @pytest.mark.parametrize(("body", "field"), [

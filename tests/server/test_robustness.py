@@ -27,7 +27,8 @@ POD = st.fixed_dictionaries({"apiVersion": st.just("v1"), "kind": st.just("Pod")
                              "spec": st.fixed_dictionaries({"containers": st.lists(CONTAINER, max_size=2) | JSON},
                                                            optional={"nodeSelector": JSON, "runtimeClassName": JSON,
                                                                      "volumes": JSON, "resourceClaims": JSON}) | JSON})
-FIELDS = st.sampled_from(["uid", "kind", "resource", "operation", "namespace", "name", "object", "oldObject", "userInfo",
+FIELDS = st.sampled_from(["uid", "kind", "resource", "operation", "namespace", "name", "object", "oldObject",
+                          "userInfo",
                           "dryRun", "subResource", "options"])
 
 

@@ -22,7 +22,8 @@ SAFE = {"plain ASCII": "", "ordinary non-ASCII (kept)": "ü日本"}  # the benig
 def _pod(char: str) -> dict:
     path = f"/dev/nvidia0{char}[double-mechanism] forged line{char}x"
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sep", "namespace": "ml"},
-            "spec": {"containers": [{"name": "c", "image": "busybox", "volumeMounts": [{"name": "dev", "mountPath": "/d"}]}],
+            "spec": {"containers": [{"name": "c", "image": "busybox",
+                                     "volumeMounts": [{"name": "dev", "mountPath": "/d"}]}],
                      "volumes": [{"name": "dev", "hostPath": {"path": path}}]}}
 
 

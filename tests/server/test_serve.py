@@ -17,10 +17,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.support import REPO, free_port
 
-from tests.support import free_port
-
-from .conftest import REPO, policy_text
+from .conftest import policy_text
 
 pytestmark = pytest.mark.slow
 

@@ -13,13 +13,12 @@ import pytest
 from gunicorn import glogging
 from gunicorn.config import Config
 
+from tests.support import REPO
 from webhook import settings as s
 from webhook.app import create_app, runtime
 from webhook.server.runner import MetricsDir, options
 from webhook.server.worker import AdmissionWorker, Limits
 from webhook.settings import Settings, SettingsError
-
-from .conftest import REPO
 
 
 def test_deployed_defaults():
@@ -80,7 +79,8 @@ def test_cert_and_key_go_together():
 def test_nothing_reads_the_environment_at_import():
     """Importing every module of the server with nonsense in the environment raises nothing; only
     the gunicorn config and wsgi modules, when loaded, read it."""
-    code = ("import webhook.app, webhook.transport, webhook.admission, webhook.review, webhook.dispatch, webhook.metrics, "
+    code = ("import webhook.app, webhook.transport, webhook.admission, webhook.review, webhook.dispatch, "
+            "webhook.metrics, "
             "webhook.settings, webhook.server.runner, webhook.server.tls, webhook.server.certs, "
             "webhook.server.reload, webhook.config.store, webhook.server.logs, webhook.cli.serve, webhook.cli.certs")
     env = {s.ENV_WORKERS: "many", s.ENV_LOG_LEVEL: "loud", s.ENV_BIND: "nowhere", "PATH": "/usr/bin:/bin"}

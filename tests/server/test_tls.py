@@ -61,7 +61,7 @@ def test_chain_and_usages(bundle):
     assert leaf.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
     assert leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value == x509.ExtendedKeyUsage(
         [ExtendedKeyUsageOID.SERVER_AUTH])
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     assert leaf.not_valid_before_utc < now < leaf.not_valid_after_utc
     assert dt.timedelta(days=364) < leaf.not_valid_after_utc - now <= dt.timedelta(days=365)
     assert ca.not_valid_after_utc - now > dt.timedelta(days=3600)
@@ -117,7 +117,8 @@ def test_clients_verify_it_against_the_ca(written, server_name):
 
 def test_a_name_it_does_not_carry_fails_verification(written):
     with pytest.raises(ssl.SSLCertVerificationError, match="Hostname mismatch"):
-        _handshake(server_context(written / "tls.crt", written / "tls.key"), written / "ca.crt", f"other.{NAMESPACE}.svc")
+        _handshake(server_context(written / "tls.crt", written / "tls.key"), written / "ca.crt",
+                   f"other.{NAMESPACE}.svc")
 
 
 def test_files_and_modes(written):
@@ -126,7 +127,7 @@ def test_files_and_modes(written):
 
 
 def test_existing_files_are_not_replaced_without_force(written):
-    with pytest.raises(FileExistsError, match="ca.crt"):
+    with pytest.raises(FileExistsError, match=r"ca\.crt"):
         certs.write(certs.generate(SERVICE, NAMESPACE), written)
     certs.write(certs.generate(SERVICE, NAMESPACE), written, force=True)
     assert sorted(p.name for p in written.iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]  # no temp files

@@ -1,5 +1,5 @@
-"""Write reports (PolicyReports or OpenReports) to the cluster: create, or update in place (resourceVersion carried over, as
-`kubectl replace` does), and delete gpu-admission's reports left in audited namespaces that no longer
+"""Write reports (PolicyReports or OpenReports) to the cluster: create, or update in place (resourceVersion carried
+over, as `kubectl replace` does), and delete gpu-admission's reports left in audited namespaces that no longer
 have anything to report."""
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def _subjects(audited: list[Audited]) -> list[Subject]:
     out = []
     for a in audited:
         ev = a.evaluation
-        where = f"{a.resource.qualified} {ev.namespace}/{ev.name}" if ev.namespace else f"{a.resource.qualified} {ev.name}"
+        where = f"{a.resource.qualified} {f'{ev.namespace}/' if ev.namespace else ''}{ev.name}"
         out.append(Subject(evaluation=ev, where=where, group=ev.namespace or "(cluster)"))
     return out
 

@@ -25,7 +25,8 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="FILE|DIR|-")
     add_policy_options(parser)
     parser.add_argument("--namespace", "-n", default="default", metavar="NS",
-                        help="namespace of documents that name none, as kubectl apply would place them (default: default)")
+                        help="namespace of documents that name none, as kubectl apply would place them "
+                             "(default: default)")
 
 
 def add_ci_options(parser: argparse.ArgumentParser) -> None:

@@ -105,7 +105,8 @@ def read_inputs(args: list[str]) -> Inputs:
             if doc is None:
                 continue  # an empty document between separators
             if type(doc) is not dict:
-                errors.append(f"{label}: document {i}: not an object (a {type(doc).__name__}); expected a Kubernetes manifest")
+                errors.append(f"{label}: document {i}: not an object (a {type(doc).__name__}); expected a Kubernetes "
+                              "manifest")
                 continue
             kind = doc.get("kind")
             if type(kind) is str and kind.endswith("List") and type(doc.get("items")) is list:

@@ -31,7 +31,8 @@ def text_block(ev: Evaluation, where: str) -> list[str]:
         extras.append(f"cohort {ev.cohort}")
     if ev.patch:
         extras.append(f"{len(ev.patch)} patch operation{'s' if len(ev.patch) != 1 else ''}")
-    lines = [f"{'✓' if ev.allowed else '✗'} {subject} ({where}): {state}" + (f" [{', '.join(extras)}]" if extras else "")]
+    lines = [f"{'✓' if ev.allowed else '✗'} {subject} ({where}): {state}"
+             + (f" [{', '.join(extras)}]" if extras else "")]
     for v in ev.violations:
         mark = "patch" if v.rule.is_mutation else ("would deny" if ev.dry_run and v.action is Action.ENFORCE
                                                    else _MARK[v.action])

@@ -38,7 +38,8 @@ def register(subparsers) -> None:
     p.add_argument("--log-level", choices=LOG_LEVELS + tuple(LOG_LEVEL_ALIASES), default="info",
                    help="debug, info, warn or error (default: info)")
     p.add_argument("--log-format", choices=LOG_FORMATS, default="json",
-                   help="json: one object a line, with `severity` for log collectors (default); text: one readable line")
+                   help="json: one object a line, with `severity` for log collectors (default); "
+                        "text: one readable line")
     p.add_argument("--on-error", choices=FAILURE_MODES, default="allow",
                    help="what a request gets when evaluating it fails internally (default: allow, with a warning)")
     p.set_defaults(func=run)

@@ -133,13 +133,15 @@ class _Fields:
 def _type(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping"}.get(
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+            dict: "a mapping"}.get(
         type(value), type(value).__name__
     )
 
 
 def _kind_name(kind: type | tuple) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+             dict: "a mapping"}
     if isinstance(kind, tuple):
         return " or ".join(names.get(k, k.__name__) for k in kind)
     return names.get(kind, kind.__name__)
@@ -181,7 +183,8 @@ def _actions(data: Any, path: str, errors: list[str], with_on_error: bool):
         value = f.data[key]
         if isinstance(value, dict) and with_on_error:
             g = _Fields(value, f.sub(key), errors)
-            action = "off" if g.data.get("action") is False else g.get("action", str, None, _one_of([a.value for a in Action]))
+            action = "off" if g.data.get("action") is False else g.get("action", str, None,
+                                                                       _one_of([a.value for a in Action]))
             g.seen.add("action")
             err = g.get("onError", str, None, _one_of(["allow", "deny"]))
             g.done()
@@ -286,7 +289,8 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
     tolerations = tuple(t for p, d in f.mappings("tolerations") if (t := _toleration(d, p, errors)))
 
     dp_fields = ("runtimeClassName", "resources", "extraResources", "migStrategy", "mig", "timeSlicing", "mps")
-    dra_fields = ("driver", "deviceTypes", "deviceClasses", "maxDevicesPerClaim", "sharingStrategies", "adminAccessNamespaces")
+    dra_fields = ("driver", "deviceTypes", "deviceClasses", "maxDevicesPerClaim", "sharingStrategies",
+                  "adminAccessNamespaces")
     wrong = dra_fields if mechanism == DEVICE_PLUGIN else dp_fields if mechanism == DRA else ()
     for key in wrong:
         if key in f.data:
@@ -295,7 +299,8 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
 
     kwargs: dict[str, Any] = {}
     if mechanism == DEVICE_PLUGIN:
-        kwargs["runtime_class_name"] = f.get("runtimeClassName", str, "nvidia", _pattern(_DNS_SUBDOMAIN, "RuntimeClass name"))
+        kwargs["runtime_class_name"] = f.get("runtimeClassName", str, "nvidia",
+                                             _pattern(_DNS_SUBDOMAIN, "RuntimeClass name"))
         kwargs["resources"] = f.strings("resources", _pattern(_RESOURCE_NAME, "resource name"), ("nvidia.com/gpu",))
         kwargs["extra_resources"] = f.strings("extraResources", _pattern(_RESOURCE_NAME, "resource name"))
         strategy = f.get("migStrategy", str, "none", _one_of(MIG_STRATEGIES))
@@ -466,7 +471,8 @@ def _build_policy(data: Any, source: str) -> Policy:
     for ns, cohort in ns_cohorts.items():
         if cohort not in names:
             listed = [d.get("name") for _, d in top.mappings("cohorts") if isinstance(d, dict) and d.get("name")]
-            errors.append(f"namespaceCohorts.{ns}: unknown cohort {cohort!r}; cohorts are {', '.join(map(str, listed)) or 'none'}")
+            errors.append(f"namespaceCohorts.{ns}: unknown cohort {cohort!r}; cohorts are "
+                          f"{', '.join(map(str, listed)) or 'none'}")
 
     classes: dict[str, DeviceClassInfo] = {}
     for path, item in top.mappings("deviceClasses"):
@@ -479,7 +485,8 @@ def _build_policy(data: Any, source: str) -> Policy:
                 errors.append(f"{path}.deviceClasses: unknown DeviceClass {cls!r}; "
                               "list it under deviceClasses")
 
-    variables = top.strings("visibleDeviceVariables", _pattern(re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$"), "variable name"),
+    variables = top.strings("visibleDeviceVariables",
+                            _pattern(re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$"), "variable name"),
                             DEFAULT_VISIBLE_DEVICE_VARIABLES)
     policy = Policy(
         cohorts=tuple(cohorts),
@@ -496,8 +503,10 @@ def _build_policy(data: Any, source: str) -> Policy:
         gpu_drivers=frozenset(top.strings("gpuDrivers", _pattern(_DNS_SUBDOMAIN, "driver name"), ("gpu.nvidia.com",))),
         device_classes=MappingProxyType(classes),
         visible_device_variables=frozenset(variables),
-        exclusive_label=top.get("exclusiveLabel", str, "workload.example.com/gpu-exclusive", _pattern(_LABEL_KEY, "label key")),
-        allocation_label=top.get("allocationLabel", str, "workload.example.com/gpu-allocation", _pattern(_LABEL_KEY, "label key")),
+        exclusive_label=top.get("exclusiveLabel", str, "workload.example.com/gpu-exclusive",
+                                _pattern(_LABEL_KEY, "label key")),
+        allocation_label=top.get("allocationLabel", str, "workload.example.com/gpu-allocation",
+                                 _pattern(_LABEL_KEY, "label key")),
         lookups=_lookups(top.get("lookups", dict), errors),
     )
     if "cohorts" not in top.data:
@@ -546,7 +555,8 @@ def read_document(path: str | Path) -> dict:
     return data
 
 
-def merged_document(overlays: Sequence[str | Path] = (), sets: Sequence[str] = (), *, base: str | Path | None = None) -> dict:
+def merged_document(overlays: Sequence[str | Path] = (), sets: Sequence[str] = (), *,
+                    base: str | Path | None = None) -> dict:
     """`overlays` merged over `base` (the shipped default) as the chart merges its `policy:` value,
     then each `path=value` of `sets`: the document `load_layers` validates."""
     document = read_document(Path(base) if base is not None else DEFAULT_PATH)
@@ -559,7 +569,8 @@ def merged_document(overlays: Sequence[str | Path] = (), sets: Sequence[str] = (
     return document
 
 
-def load_layers(overlays: Sequence[str | Path] = (), sets: Sequence[str] = (), *, base: str | Path | None = None) -> Policy:
+def load_layers(overlays: Sequence[str | Path] = (), sets: Sequence[str] = (), *,
+                base: str | Path | None = None) -> Policy:
     """The policy the CLI runs: `merged_document`, validated as one document."""
     names = [str(base) if base is not None else "the shipped default"] + [str(p) for p in overlays] + (
         ["--set"] if sets else [])

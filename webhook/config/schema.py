@@ -88,7 +88,8 @@ def _messages(error: jsonschema.ValidationError) -> list[tuple[list, str]]:
     if keyword == "additionalProperties" and isinstance(value, dict) and schema.get("additionalProperties") is False:
         known = set(schema.get("properties", {}))
         return [(path + [k], "unknown field") for k in sorted(set(value) - known, key=str)]
-    if keyword == "required" and isinstance(value, dict) and not (schema.get("x-error") or schema.get("x-error-required")):
+    if (keyword == "required" and isinstance(value, dict)
+            and not (schema.get("x-error") or schema.get("x-error-required"))):
         return [(path + [k], "is required") for k in error.validator_value if k not in value]
     if len(error.schema_path) >= 2 and list(error.schema_path)[-2] == "propertyNames":
         # A key is the offender (propertyNames checks each key as the instance): at the key's own path.

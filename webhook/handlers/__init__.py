@@ -1,17 +1,17 @@
-"""Admission handlers: one AdmissionRequest in, an Outcome out (only through allow, deny and patch). The review layer has checked the
-request's shape; dispatch has already let through what is never evaluated (DELETE, CONNECT, other
+"""Admission handlers: one AdmissionRequest in, an Outcome out (only through allow, deny and patch). The review layer
+has checked the request's shape; dispatch has already let through what is never evaluated (DELETE, CONNECT, other
 subresources, updates that change nothing the rules read)."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from types import MappingProxyType
-from typing import Iterable, Iterator
 
 from webhook.config.model import Policy
 from webhook.handlers.evaluate import evaluate_object
 from webhook.handlers.outcome import Outcome, allow, deny, patch
 from webhook.handlers.request import AdmissionRequest
-from webhook.objects.lookup import Resolver
 from webhook.objects.access import as_dict
+from webhook.objects.lookup import Resolver
 from webhook.policy.results import Evaluation
 from webhook.rules import Action, Rule
 
@@ -48,7 +48,8 @@ def validate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -
     denials = _bounded((v.rule, v.message) for v in ev.denials)
     # The exception's text could quote the object: only its type goes to the user (the log has the rule).
     denials += [f"gpu-admission: rule {e.rule.value} failed internally ({e.error.split(':', 1)[0]}) and its onError is "
-                "deny, so the request was refused; see the gpu-admission log" for e in ev.errors if e.denied and not ev.dry_run]
+                "deny, so the request was refused; see the gpu-admission log"
+                for e in ev.errors if e.denied and not ev.dry_run]
     warnings, annotations = _bounded_warnings(ev), _annotations(ev)
     if denials:
         return deny("\n".join(denials), warnings=warnings, audit_annotations=annotations, evaluation=ev)

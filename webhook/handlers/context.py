@@ -32,7 +32,8 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
         for entry in as_list(view.spec.get("resourceClaims")):
             ref_kind, name, _ = claim_reference(as_dict(entry))
             if ref_kind and name and (ref_kind, name) not in claims:
-                lookup = resolver.resource_claim_template if ref_kind == "ResourceClaimTemplate" else resolver.resource_claim
+                lookup = (resolver.resource_claim_template if ref_kind == "ResourceClaimTemplate"
+                          else resolver.resource_claim)
                 found = claims[(ref_kind, name)] = lookup(namespace, name)
                 if found.found and type(found.value) is dict:
                     class_names.update(_classes_of(found.value, ref_kind))

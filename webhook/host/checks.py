@@ -188,7 +188,8 @@ def _check_toolkit(out: _Findings, facts: HostFacts, cohort: Cohort) -> None:
         where = (" (a GPU Operator install keeps it in /usr/local/nvidia/toolkit)" if cohort.manager != "standalone"
                  else "")
         out.add(Check.TOOLKIT, Status.UNKNOWN, "host", "cannot read the NVIDIA Container Toolkit version",
-                facts.ctk.reason, f"install the NVIDIA Container Toolkit {dotted(floor)}+ (nvidia-ctk --version){where}, "
+                facts.ctk.reason,
+                f"install the NVIDIA Container Toolkit {dotted(floor)}+ (nvidia-ctk --version){where}, "
                 "or run where nvidia-ctk is on PATH")
         return
     version, pre = facts.ctk
@@ -221,7 +222,8 @@ def _check_containerd(out: _Findings, facts: HostFacts) -> None:
         cv = facts.containerd_version
         detail = ", ".join(f"{f.path} (version {f.version})" for f in newer)
         why = f"the root config {c.files[0].path} is version {c.files[0].version}"
-        fix = "rewrite the drop-in in the root's version (nvidia-ctk with RUNTIME_CONFIG_SOURCE=file reads the root file)"
+        fix = ("rewrite the drop-in in the root's version (nvidia-ctk with RUNTIME_CONFIG_SOURCE=file reads the root "
+               "file)")
         if isinstance(cv, Missing):
             out.add(Check.CONTAINERD, Status.UNKNOWN, "host", f"drop-ins of a newer config version: {detail}",
                     f"{why}; containerd {dotted(DROP_IN_VERSION_CHECKED)}+ refuses to start on them, and its version "
@@ -244,7 +246,8 @@ def _containerd_fix(missing: Missing) -> str:
 def _check_handler(out: _Findings, facts: HostFacts, handler: str) -> None:
     c = facts.containerd
     if isinstance(c, Missing):
-        out.add(Check.HANDLER, Status.UNKNOWN, "host", f"cannot tell whether containerd has the {quoted(handler)} runtime "
+        out.add(Check.HANDLER, Status.UNKNOWN, "host",
+                f"cannot tell whether containerd has the {quoted(handler)} runtime "
                 "handler", c.reason, _containerd_fix(c))
         return
     found = c.runtime(handler)
@@ -304,8 +307,8 @@ def _check_cdi_runtime(out: _Findings, facts: HostFacts) -> None:
                 c.reason, _containerd_fix(c))
         return
     setting = c.enable_cdi
-    fix = 'set enable_cdi = true in the CRI plugin\'s table (plugins."io.containerd.grpc.v1.cri" in a version 2 config) ' \
-          "and restart containerd"
+    fix = ('set enable_cdi = true in the CRI plugin\'s table (plugins."io.containerd.grpc.v1.cri" in a version 2 '
+           "config) and restart containerd")
     if setting is False:
         out.add(Check.CDI_RUNTIME, Status.FAIL, "host", "containerd's CRI plugin sets enable_cdi = false",
                 "the DRA driver needs a CDI-capable runtime", fix)
@@ -347,7 +350,8 @@ def _check_mig_mode(out: _Findings, gpus: tuple[Gpu, ...], cohort: Cohort) -> No
                     "capture nvidia-smi -q -x")
         elif g.mig_current is not None and g.mig_pending is not None and g.mig_current != g.mig_pending:
             out.add(Check.MIG_MODE, Status.FAIL, s, f"MIG mode change pending (current {g.mig_current}, pending "
-                    f"{g.mig_pending})", "the GPU runs its current mode until it is reset, and the node's devices change "
+                    f"{g.mig_pending})",
+                    "the GPU runs its current mode until it is reset, and the node's devices change "
                     "then", "finish the change in a maintenance window (GPU reset or reboot), or revert it")
         elif g.mig_enabled and not want_mig:
             out.add(Check.MIG_MODE, Status.FAIL, s, "MIG mode is enabled", f"cohort {quoted(cohort.name)} has {wants}: "
@@ -357,7 +361,8 @@ def _check_mig_mode(out: _Findings, gpus: tuple[Gpu, ...], cohort: Cohort) -> No
                     "offers MIG with this model's profile table")
         elif not g.mig_enabled and want_mig and not want_full:
             why = "the GPU has no MIG" if not g.mig_capable else "MIG mode is disabled"
-            out.add(Check.MIG_MODE, Status.FAIL, s, why, f"cohort {quoted(cohort.name)} has {wants}, which advertises MIG "
+            out.add(Check.MIG_MODE, Status.FAIL, s, why,
+                    f"cohort {quoted(cohort.name)} has {wants}, which advertises MIG "
                     "devices only", "prepare the MIG geometry first (enable MIG, create instances), or move the node "
                     "to a cohort without MIG" if g.mig_capable else "move the node to a cohort without MIG")
         else:
@@ -425,7 +430,8 @@ def _check_mig_devices(out: _Findings, facts: HostFacts, gpus: tuple[Gpu, ...], 
         devices = listed.get(g.index, ())
         if not devices:
             out.add(Check.MIG_DEVICES, Status.FAIL, _gpu(g), "MIG is enabled with no GPU instances",
-                    "the device plugin advertises nothing for it", "create the cohort's MIG geometry (owner-controlled, "
+                    "the device plugin advertises nothing for it",
+                    "create the cohort's MIG geometry (owner-controlled, "
                     "e.g. with the MIG manager), or disable MIG")
             continue
         profiles = {d.profile for d in devices if d.profile}
@@ -433,10 +439,13 @@ def _check_mig_devices(out: _Findings, facts: HostFacts, gpus: tuple[Gpu, ...], 
         foreign = sorted(p for p in profiles if p.split("+")[0] not in {q.split("+")[0] for q in cohort.mig_profiles})
         if cohort.mig_strategy == "mixed" and foreign:
             out.add(Check.MIG_DEVICES, Status.FAIL, _gpu(g), f"MIG devices of profiles {', '.join(foreign)}",
-                    f"not in cohort {quoted(cohort.name)}'s table, so the webhook denies the nvidia.com/mig-* resources "
-                    "this node advertises", "fix the cohort's table from `gpu-admission host inventory`, or the geometry")
+                    f"not in cohort {quoted(cohort.name)}'s table, so the webhook denies the nvidia.com/mig-* "
+                    "resources "
+                    "this node advertises",
+                    "fix the cohort's table from `gpu-admission host inventory`, or the geometry")
     if cohort.mig_strategy == "single" and len(seen_profiles) > 1:
-        out.add(Check.MIG_DEVICES, Status.FAIL, "host", f"MIG devices of several profiles ({', '.join(sorted(seen_profiles))})",
+        out.add(Check.MIG_DEVICES, Status.FAIL, "host",
+                f"MIG devices of several profiles ({', '.join(sorted(seen_profiles))})",
                 "migStrategy single needs every MIG device of a node to be of one profile",
                 "make the geometry uniform, or use migStrategy mixed")
     elif not any(f.check is Check.MIG_DEVICES and f.status is not Status.PASS for f in out):
@@ -457,7 +466,8 @@ def _check_compute_mode(out: _Findings, gpus: tuple[Gpu, ...], cohort: Cohort) -
                     f"{g.index} -c DEFAULT, owner-controlled)")
         elif mode == "Exclusive_Process" and _uses_time_slicing(cohort) and not _uses_mps(cohort):
             out.add(Check.COMPUTE_MODE, Status.FAIL, _gpu(g), "compute mode is Exclusive_Process",
-                    f"cohort {quoted(cohort.name)} shares GPUs by time-slicing, and only one process at a time may use an "
+                    f"cohort {quoted(cohort.name)} shares GPUs by time-slicing, and only one process at a time may use "
+                    "an "
                     "Exclusive_Process GPU", f"set it back to Default (nvidia-smi -i {g.index} -c DEFAULT)")
         else:
             fine.append(f"{g.index}: {mode}")
@@ -484,11 +494,13 @@ def _check_mps(out: _Findings, facts: HostFacts, gpus: tuple[Gpu, ...], cohort: 
     running = sorted({p for p in facts.processes if p in MPS_PROCESSES})
     if running:
         out.add(Check.MPS, Status.FAIL, "host", f"an MPS daemon runs ({', '.join(running)})",
-                f"cohort {quoted(cohort.name)} shares no GPU by MPS, yet CUDA processes that reach its pipe directory run as "
+                f"cohort {quoted(cohort.name)} shares no GPU by MPS, yet CUDA processes that reach its pipe directory "
+                "run as "
                 "its clients", "find who owns it and stop it, or move the node to the cohort that shares by MPS "
                 "(investigate existing MPS ownership rather than clearing nvidia.com/mps.capable)")
     else:
-        out.add(Check.MPS, Status.PASS, "host", "no MPS daemon runs", f"cohort {quoted(cohort.name)} shares no GPU by MPS")
+        out.add(Check.MPS, Status.PASS, "host", "no MPS daemon runs",
+                f"cohort {quoted(cohort.name)} shares no GPU by MPS")
 
 
 def _check_node_labels(out: _Findings, node: Node, cohort: Cohort) -> None:
@@ -545,7 +557,8 @@ def _check_sharing(out: _Findings, cohort: Cohort, node: Node | None, gpus: tupl
                         f"cohort {quoted(cohort.name)} shares no GPU, so each advertised {name} must be one GPU",
                         "find the sharing or MIG config the plugin applies here")
         if len(out) == before:
-            out.add(Check.SHARING, Status.PASS, subject, f"offers {', '.join(f'{n}: {node.count(n)}' for n in cohort.resources)}"
+            out.add(Check.SHARING, Status.PASS, subject,
+                    f"offers {', '.join(f'{n}: {node.count(n)}' for n in cohort.resources)}"
                     + (f" for {units} GPUs" if units is not None else ""))
         return
     for name, r in zip(sharing.exposed_names(), sharing.resources):

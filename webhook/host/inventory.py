@@ -103,7 +103,8 @@ def text(inv: dict) -> list[str]:
                  f"`{FORMS[inv['readFrom']]}`)")
     lines.extend(f"note: {n}" for n in inv["notes"])
     for g in inv["gpus"]:
-        memory = f"{g['memoryMiB']} MiB ({g['memoryMiB'] / 1024:.1f} GiB)" if g["memoryMiB"] is not None else "memory unknown"
+        memory = (f"{g['memoryMiB']} MiB ({g['memoryMiB'] / 1024:.1f} GiB)" if g["memoryMiB"] is not None
+                  else "memory unknown")
         lines.append("")
         lines.append(f"GPU {g['index']}: {g['productName']}, {memory}")
         if "uuid" in g:
@@ -116,14 +117,16 @@ def text(inv: dict) -> list[str]:
         lines.append(f"    persistence mode {_mode(g['persistenceMode'])}, compute mode {_mode(g['computeMode'])}")
         for d in g["migDevices"] or ():
             lines.append(f"    MIG device {d['index']}: {d['profile'] or 'profile unknown'}"
-                         + (f", {d['memoryMiB']} MiB" if d["memoryMiB"] else "") + (f", {d['uuid']}" if d.get("uuid") else ""))
+                         + (f", {d['memoryMiB']} MiB" if d["memoryMiB"] else "")
+                         + (f", {d['uuid']}" if d.get("uuid") else ""))
     for m in inv["models"]:
         lines.append("")
         gpus = ", ".join(map(str, m["gpus"]))
         if m["mig"] is None:
             lines.append(f"MIG profile table of {m['productName']} (GPU {gpus}): unknown, {m['migTableUnknown']}")
             continue
-        same = f"; the same as the built-in {m['builtinModel']} (mig: {{model: {m['builtinModel']}}})" if m["builtinModel"] else ""
+        same = (f"; the same as the built-in {m['builtinModel']} (mig: {{model: {m['builtinModel']}}})"
+                if m["builtinModel"] else "")
         lines.append(f"MIG profile table of {m['productName']} (GPU {gpus}), from nvidia-smi mig -lgip{same}; "
                      "as a cohort's table:")
         lines.append("    mig:")

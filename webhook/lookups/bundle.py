@@ -21,7 +21,8 @@ class BundleResolver:
             name = as_str(meta.get("name"))
             if not kind or not name:
                 continue
-            namespace = "" if kind in ("DeviceClass", "Namespace") else (as_str(meta.get("namespace")) or default_namespace)
+            namespace = "" if kind in ("DeviceClass",
+                                       "Namespace") else (as_str(meta.get("namespace")) or default_namespace)
             self._objects[(kind, namespace, name)] = doc
             if kind == "DeviceClass":
                 self._classes.append(doc)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 CA_DAYS = 3650
@@ -40,7 +40,8 @@ def dns_names(service: str, namespace: str, *, localhost: bool = True) -> list[s
     for what, value in (("service", service), ("namespace", namespace)):
         if not _DNS_LABEL.match(value) or len(value) > 63:
             raise ValueError(f"{what} {value!r} is not a DNS label (lower-case letters, digits and '-')")
-    names = [f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local", service, f"{service}.{namespace}"]
+    names = [f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local", service,
+             f"{service}.{namespace}"]
     return names + (["localhost"] if localhost else [])
 
 
@@ -48,7 +49,7 @@ def generate(service: str, namespace: str, *, localhost: bool = True, days: int 
              now: dt.datetime | None = None) -> Bundle:
     """A new CA, and a serving certificate from it."""
     dns_names(service, namespace)  # refuse bad names before making keys
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"gpu-admission CA for {service}.{namespace}")])
     ca = (
@@ -65,13 +66,19 @@ def generate(service: str, namespace: str, *, localhost: bool = True, days: int 
     return issue(_pem(ca), _key_pem(ca_key), service, namespace, localhost=localhost, days=days, now=now)
 
 
+_SIGNING_KEYS = (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey, dsa.DSAPrivateKey, ed25519.Ed25519PrivateKey,
+                 ed448.Ed448PrivateKey)
+
+
 def issue(ca_cert: bytes, ca_key: bytes, service: str, namespace: str, *, localhost: bool = True,
           days: int = SERVING_DAYS, now: dt.datetime | None = None) -> Bundle:
     """A new serving certificate (and key) from an existing CA: a renewal keeps the caBundle valid."""
     names = dns_names(service, namespace, localhost=localhost)
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     ca = x509.load_pem_x509_certificate(ca_cert)
     signer = serialization.load_pem_private_key(ca_key, password=None)
+    if not isinstance(signer, _SIGNING_KEYS):  # a DH or X25519 key cannot sign a certificate
+        raise ValueError(f"the CA key is a {type(signer).__name__}, which cannot sign certificates")
     key = ec.generate_private_key(ec.SECP256R1())
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
     if localhost:
@@ -88,7 +95,7 @@ def issue(ca_cert: bytes, ca_key: bytes, service: str, namespace: str, *, localh
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False)
         .sign(signer, hashes.SHA256())
     )
     return Bundle(ca_cert, ca_key, _pem(cert), _key_pem(key))
@@ -116,7 +123,8 @@ def write(bundle: Bundle, out_dir: Path, *, force: bool = False) -> list[Path]:
     return [out_dir / n for n in FILES]
 
 
-def renew(out_dir: Path, service: str, namespace: str, *, localhost: bool = True, days: int = SERVING_DAYS) -> list[Path]:
+def renew(out_dir: Path, service: str, namespace: str, *, localhost: bool = True,
+          days: int = SERVING_DAYS) -> list[Path]:
     """A new serving certificate from the CA already in `out_dir` (ca.crt and ca.key kept)."""
     bundle = issue((out_dir / "ca.crt").read_bytes(), (out_dir / "ca.key").read_bytes(), service, namespace,
                    localhost=localhost, days=days)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from webhook.server.logs import LOGGER
 
@@ -19,7 +19,7 @@ class Watcher:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def start(self) -> "Watcher":
+    def start(self) -> Watcher:
         self._thread.start()
         return self
 

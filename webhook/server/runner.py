@@ -168,6 +168,7 @@ def ssl_context(config, default_ssl_context_factory):
 def build_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask:
     """The app of one worker, with the thread that reloads the policy when its file changes."""
     from webhook.app import create_app, runtime  # imported in the worker, after on_starting
+
     # The Kubernetes client (urllib3) binds `ssl`'s names when imported: only in the worker, after gevent
     # patched them, or its lookups would block the worker's event loop.
     from webhook.lookups.kubeconfig import ClusterConfigError
@@ -182,7 +183,7 @@ def build_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask:
         log.critical("the policy's lookups are on but no cluster configuration was found; not serving",
                      extra={"fields": {"event": "lookups-unavailable", "error": str(exc)}})
         raise
-    if settings.tls:  # load the pair now: a worker that cannot serve TLS must not boot
+    if settings.tls_cert is not None and settings.tls_key is not None:  # TLS: load the pair now, or no worker boots
         try:
             tls.reloader_for(settings.tls_cert, settings.tls_key)
         except ssl.SSLError as exc:

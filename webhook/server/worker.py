@@ -7,8 +7,8 @@ whole body (read here, in full, before the app runs: the app never blocks on a c
 wait between two requests of a kept-alive connection. Past `max_connections` open connections a new one
 is reset at once instead of waiting in the accept queue, and the bodies a worker holds (read, or waiting
 for the app) are bounded in total by `max_buffered_bytes`: a body that would pass it gets a 503 and the
-connection closes, so memory stays bounded however many clients send at once. HTTP parsing, the WSGI environ and the response
-are gunicorn's; only the order in which the phases run and their deadlines are this module's."""
+connection closes, so memory stays bounded however many clients send at once. HTTP parsing, the WSGI environ and the
+response are gunicorn's; only the order in which the phases run and their deadlines are this module's."""
 from __future__ import annotations
 
 import errno
@@ -21,9 +21,9 @@ import ssl
 import struct
 import time
 import warnings
-from http import HTTPStatus
 from dataclasses import dataclass
 from functools import partial
+from http import HTTPStatus
 
 import gevent
 import gevent.monkey
@@ -74,7 +74,7 @@ class _Full(Exception):
 class _Listener(StreamServer):
     """gevent's accept loop, refusing a connection past the listener's cap before anything runs for it."""
 
-    def __init__(self, sock, worker: "AdmissionWorker", context: ssl.SSLContext | None, *, cap: int, health: bool):
+    def __init__(self, sock, worker: AdmissionWorker, context: ssl.SSLContext | None, *, cap: int, health: bool):
         super().__init__(sock, handle=partial(worker._connection, self, context))
         self.worker = worker
         self.cap = cap

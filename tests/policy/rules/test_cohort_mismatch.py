@@ -1,5 +1,5 @@
-"""The cohort-mismatch table (docs/rules/cohort-mismatch.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
+"""The cohort-mismatch table (docs/rules/cohort-mismatch.md): failing cases beside their closest benign twins, each
+checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
 apiserver's shape."""
 from __future__ import annotations
 
@@ -91,8 +91,10 @@ case("cohort-mismatch-claim-on-device-plugin-cohort",
      docs=[*SEED_CLASSES, SEED_TEMPLATE], cohort="device-plugin")
 case("cohort-mismatch-implicit-class-resource-on-device-plugin-cohort",
      workload("ReplicaSet", "embedder", pod_spec(
-         container("embedder", gpus={"deviceclass.resource.kubernetes.io/hybrid-full-gpu": 1}), cohort="device-plugin")),
-     ("cohort-mismatch", "spec.template.spec.containers[0].resources.limits"), docs=SEED_CLASSES, cohort="device-plugin")
+         container("embedder", gpus={"deviceclass.resource.kubernetes.io/hybrid-full-gpu": 1}),
+         cohort="device-plugin")),
+     ("cohort-mismatch", "spec.template.spec.containers[0].resources.limits"), docs=SEED_CLASSES,
+     cohort="device-plugin")
 case("cohort-mismatch-selector-and-affinity-name-two-cohorts",
      pod("confused", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "dra"},
                               affinity=required_affinity([(ALLOC, "In", ["device-plugin"])]))),
@@ -134,11 +136,13 @@ case("cohort-mismatch-terms-ored-every-term-device-plugin-dra-claim",
                                       affinity=required_affinity([(ALLOC, "In", ["device-plugin"])],
                                                                  [(ALLOC, "In", ["device-plugin"]),
                                                                   (INSTANCE, "In", ["p5.48xlarge"])]))),
-     ("cohort-mismatch", "spec.template.spec.resourceClaims[0]"), docs=[*SEED_CLASSES, SEED_TEMPLATE], cohort="device-plugin")
+     ("cohort-mismatch", "spec.template.spec.resourceClaims[0]"), docs=[*SEED_CLASSES, SEED_TEMPLATE],
+     cohort="device-plugin")
 case("cohort-mismatch-terms-ored-node-selector-anded-with-each-term",
      # nodeSelector dra ANDed with each term: the device-plugin term matches nothing, the other only dra nodes
      pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "dra"},
-                           affinity=required_affinity([(ALLOC, "In", ["device-plugin"])], [(INSTANCE, "Exists", None)]))),
+                           affinity=required_affinity([(ALLOC, "In", ["device-plugin"])],
+                                                      [(INSTANCE, "Exists", None)]))),
      ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
 case("cohort-mismatch-terms-ored-node-selector-device-plugin-and-open-term-pass",
      pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), nodeSelector={ALLOC: "device-plugin"},
@@ -154,7 +158,8 @@ case("cohort-mismatch-notin-in-one-term-only-pass",
          [(ALLOC, "In", ["device-plugin", "dra"]), (ALLOC, "NotIn", ["device-plugin"])],
          [(ALLOC, "NotIn", ["dra"])]))), cohort="device-plugin")
 case("cohort-mismatch-exists-allocation-label-pass",
-     pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity([(ALLOC, "Exists", None)]))),
+     pod("train",
+         pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity([(ALLOC, "Exists", None)]))),
      cohort="device-plugin")
 case("cohort-mismatch-does-not-exist-allocation-label-pass",
      # no cohort's node lacks the label: bound for GPU nodes outside the policy's cohorts
@@ -166,7 +171,8 @@ case("cohort-mismatch-does-not-exist-with-dra-term",
      ("cohort-mismatch", "spec.containers[0].resources.limits"), cohort="dra")
 case("cohort-mismatch-gt-lt-on-keys-cohorts-do-not-use-pass",
      pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
-         [("nvidia.com/gpu.count", "Gt", ["4"]), ("nvidia.com/gpu.memory", "Lt", ["100000"])]))), cohort="device-plugin")
+         [("nvidia.com/gpu.count", "Gt", ["4"]), ("nvidia.com/gpu.memory", "Lt", ["100000"])]))),
+         cohort="device-plugin")
 case("cohort-mismatch-gt-with-dra-term",
      pod("train", pod_spec(container(gpus={"nvidia.com/gpu": 1}), affinity=required_affinity(
          [("nvidia.com/gpu.count", "Gt", ["4"]), (ALLOC, "In", ["dra"])]))),

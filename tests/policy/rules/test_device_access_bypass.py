@@ -1,5 +1,5 @@
-"""The device-access-bypass table (docs/rules/device-access-bypass.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
+"""The device-access-bypass table (docs/rules/device-access-bypass.md): failing cases beside their closest benign twins,
+each checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
 apiserver's shape."""
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ case("device-access-bypass-exception-by-group-pass",
                                     cohort="device-plugin")),
      policy="exceptions", user={"username": "oncall@example.com", "groups": ["gpu-sre", "system:authenticated"]})
 case("device-access-bypass-privileged-gpu-container",
-     pod("cuda-smoke", pod_spec(container(gpus={"nvidia.com/gpu": 1}, sc={"privileged": True}), cohort="device-plugin")),
+     pod("cuda-smoke",
+         pod_spec(container(gpus={"nvidia.com/gpu": 1}, sc={"privileged": True}), cohort="device-plugin")),
      ("device-access-bypass", "spec.containers[0].securityContext.privileged"))
 case("device-access-bypass-privileged-sidecar-in-dra-job",
      workload("Job", "train", pod_spec(
@@ -95,7 +96,8 @@ case("device-access-bypass-exception-other-service-account",
          serviceAccountName="default"), namespace="gpu-validation"),
      ("device-access-bypass", "spec.template.spec.containers[0].securityContext.privileged"), policy="exceptions")
 case("device-access-bypass-action-audit",
-     pod("cuda-smoke", pod_spec(container(gpus={"nvidia.com/gpu": 1}, sc={"privileged": True}), cohort="device-plugin")),
+     pod("cuda-smoke",
+         pod_spec(container(gpus={"nvidia.com/gpu": 1}, sc={"privileged": True}), cohort="device-plugin")),
      ("device-access-bypass", "audit", "spec.containers[0].securityContext.privileged"), policy="actions")
 # Class: host paths after normalisation, as the kernel resolves them; device-list mounts as the toolkit reads them.
 case("device-access-bypass-var-run-persistenced-host-path",
@@ -118,7 +120,8 @@ case("device-access-bypass-proc-host-path-pass",
          {"name": "proc", "hostPath": {"path": "/proc"}}]), namespace="monitoring"), cohort=None)
 case("device-access-bypass-host-root-node-debug",
      # what `kubectl debug node/...` creates: the host's / at /host
-     pod("node-debugger-gpu-node-7-x7k2p", pod_spec(container("debugger", mounts=[{"name": "host-root", "mountPath": "/host"}]),
+     pod("node-debugger-gpu-node-7-x7k2p",
+         pod_spec(container("debugger", mounts=[{"name": "host-root", "mountPath": "/host"}]),
                                                     nodeName="gpu-node-7",
                                                     volumes=[{"name": "host-root", "hostPath": {"path": "/"}}])),
      ("device-access-bypass", "spec.volumes[0].hostPath.path"), cohort=None)

@@ -29,10 +29,12 @@ TABLE = [
                  (GPU, "mig"), True, id="nvidia-mig-class"),
     pytest.param(["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'"],
                  (GPU, "vfio"), True, id="nvidia-vfio-class"),
-    pytest.param(["device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == "
+    pytest.param(["device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type "
+                  "== "
                   "'channel' && device.attributes['compute-domain.nvidia.com'].id == 0"],
                  ("compute-domain.nvidia.com", "channel"), False, id="compute-domain-default-channel"),
-    pytest.param(["device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'daemon'"],
+    pytest.param(["device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type "
+                  "== 'daemon'"],
                  ("compute-domain.nvidia.com", "daemon"), False, id="compute-domain-daemon"),
     pytest.param(["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'imex-channel'"],
                  (GPU, "imex-channel"), False, id="legacy-imex-channel-of-the-gpu-driver"),
@@ -51,7 +53,8 @@ TABLE = [
     pytest.param(['device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu" && '
                   'device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("40Gi"))'], (GPU, "gpu"), True,
                  id="seed-large-gpu-quantity"),
-    pytest.param(['device.driver == "gpu.nvidia.com" && device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'],
+    pytest.param(['device.driver == "gpu.nvidia.com" && '
+                  'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'],
                  (GPU, None), True, id="compare-to-quantity-large-gpus-and-a-7g-mig"),
     pytest.param(['device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu" && '
                   'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'], (GPU, "gpu"), True,
@@ -66,7 +69,8 @@ TABLE = [
                  id="standard-attribute-domain"),
     pytest.param([], (GPU, None), True, id="no-selector-selects-everything"),
     # unknown: never GPU nor not-GPU
-    pytest.param(["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].productName == 'Quadro RTX 8000'"],
+    pytest.param(["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].productName == 'Quadro RTX "
+                  "8000'"],
                  UNKNOWN, None, id="product-no-probe-shows"),
     pytest.param(["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].addressingMode == 'HMM'"],
                  UNKNOWN, None, id="attribute-no-probe-has"),
@@ -95,9 +99,11 @@ def test_selectors_are_evaluated(expressions, expected, gpu):
 # by driver and the `type` attribute the driver publishes. The chart's own templates are to come through the
 # shared fixtures; until then these stand in for them.
 NVIDIA_DRIVER_CLASSES = [
-    pytest.param("gpu.nvidia.com", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+    pytest.param("gpu.nvidia.com",
+                 "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
                  id="gpu"),
-    pytest.param("mig.nvidia.com", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
+    pytest.param("mig.nvidia.com",
+                 "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
                  id="mig"),
     pytest.param("vfio.gpu.nvidia.com",
                  "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'", id="vfio"),
@@ -125,7 +131,8 @@ def test_the_nvidia_driver_s_own_classes(name, expression):
 
 def test_every_nvidia_driver_class_the_policy_lists_is_in_the_table():
     policy = default_policy()
-    nvidia = {n for n, c in policy.device_classes.items() if c.driver.endswith(".nvidia.com") and n.endswith("nvidia.com")}
+    nvidia = {n for n, c in policy.device_classes.items()
+              if c.driver.endswith(".nvidia.com") and n.endswith("nvidia.com")}
     assert {p.values[0] for p in NVIDIA_DRIVER_CLASSES} == nvidia
 
 

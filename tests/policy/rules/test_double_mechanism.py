@@ -1,5 +1,5 @@
-"""The double-mechanism table (docs/rules/double-mechanism.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
+"""The double-mechanism table (docs/rules/double-mechanism.md): failing cases beside their closest benign twins, each
+checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
 apiserver's shape."""
 from __future__ import annotations
 
@@ -78,7 +78,8 @@ for _id, _expr, _gpu in [
     ("memory-quantity", 'device.driver == "gpu.nvidia.com" && '
                         'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', True),
     ("product-name-string-functions", "device.driver == 'gpu.nvidia.com' && "
-                                      "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100')", True),
+                                      "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h100')",
+                                      True),
 ]:
     _obj, _docs = limit_and_claim(cel_class("by-cel", _expr))
     case(f"double-mechanism-cel-{_id}", _obj,

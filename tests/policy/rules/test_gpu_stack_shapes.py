@@ -177,7 +177,8 @@ EXAMPLE_TEMPLATE = claim_template("example-gpu", request("gpu", "gpu.example.com
 EXAMPLE_ADMIN = claim_template("example-admin", request("gpu", "gpu.example.com", count=None, mode="All", admin=True),
                                namespace=TEAM)
 EXAMPLE_CEL = claim_template("example-cel", with_selector(request("gpu", "gpu.example.com"),
-                                                          "device.attributes['gpu.example.com'].model == 'LATEST-GPU-MODEL'"),
+                                                          "device.attributes['gpu.example.com'].model == "
+                                                          "'LATEST-GPU-MODEL'"),
                              namespace=TEAM)
 SHARED_CLAIM = resource_claim("shared-gpu", request("gpu", "gpu.nvidia.com"), namespace=TEAM)
 
@@ -193,7 +194,8 @@ SHAPES = [
     # installs it, the same object in a team's namespace is a workload reaching every GPU past the scheduler
     shape("device-plugin-daemonset-in-its-namespace", node_agent("nvdp", "nvidia-device-plugin", env=DEVICE_PLUGIN_ENV),
           EXEMPT_PLUGIN),
-    shape("device-plugin-daemonset-in-the-operator-namespace", node_agent("nvdp", "gpu-operator", env=DEVICE_PLUGIN_ENV),
+    shape("device-plugin-daemonset-in-the-operator-namespace",
+          node_agent("nvdp", "gpu-operator", env=DEVICE_PLUGIN_ENV),
           EXEMPT_OPERATOR),
     shape("device-plugin-daemonset-in-a-team-namespace", node_agent("nvdp", TEAM, env=DEVICE_PLUGIN_ENV), False,
           ("visible-devices-override", "enforce", ENV0), ("visible-devices-override", "enforce", ENV1),

@@ -39,7 +39,8 @@ case("legacy-api-pod-claim-source-wrapper",
 case("legacy-api-job-claim-source-wrapper",
      workload("Job", "old-dra", pod_spec(container(claims=["gpu"]), claims=[
          {"name": "gpu", "source": {"resourceClaimName": "shared-a100"}}])),
-     ("legacy-api", "spec.template.spec.resourceClaims[0].source"), ("shared-claim", "spec.template.spec.resourceClaims[0]"),
+     ("legacy-api", "spec.template.spec.resourceClaims[0].source"),
+     ("shared-claim", "spec.template.spec.resourceClaims[0]"),
      docs=[resource_claim("shared-a100", request())], cohort="dra")
 case("legacy-api-v1alpha2-claim-resource-class",
      {"apiVersion": "resource.k8s.io/v1alpha2", "kind": "ResourceClaim", "metadata": meta("old-gpu"),

@@ -12,7 +12,8 @@ DP = {"eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allo
 
 
 def choice(policy, selector, prefix_kind="Pod"):
-    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"nodeSelector": selector, "containers": []}}
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"nodeSelector": selector, "containers": []}}
     c = cohorts.from_selectors(view_of(obj, BY_KIND[prefix_kind], "ai"), policy)
     return (c.cohort.name if c.cohort else None, c.source, c.path, c.conflict, c.excluded, c.admitted)
 

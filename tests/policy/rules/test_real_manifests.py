@@ -30,7 +30,8 @@ TABLE = {
     "NVIDIA_k8s-device-plugin__testdata_job-1.yaml": [("Job", "j-e2e-1", True, set())],
     # the DRA driver's quickstart: exclusive full GPUs from templates; one named claim shared by two pods warns
     "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test1.yaml": [
-        ("ResourceClaimTemplate", "single-gpu", True, set()), ("Pod", "pod1", True, set()), ("Pod", "pod2", True, set())],
+        ("ResourceClaimTemplate", "single-gpu", True, set()), ("Pod", "pod1", True, set()),
+        ("Pod", "pod2", True, set())],
     "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test2.yaml": [
         ("ResourceClaimTemplate", "single-gpu", True, set()), ("Pod", "pod", True, set())],
     "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test3.yaml": [
@@ -49,7 +50,8 @@ def _verdicts(docs, shape=lambda d: d):
     resolver = BundleResolver(docs)
     out = []
     for doc in docs:
-        if doc.get("kind") in ("Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"):
+        if doc.get("kind") in ("Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+                               "ClusterRoleBinding"):
             continue
         ev = evaluate_object(doc, policy=POLICY, resolver=resolver, namespace="default")
         assert ev.errors == ()

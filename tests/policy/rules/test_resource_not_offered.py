@@ -1,5 +1,5 @@
-"""The resource-not-offered table (docs/rules/resource-not-offered.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
+"""The resource-not-offered table (docs/rules/resource-not-offered.md): failing cases beside their closest benign twins,
+each checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
 apiserver's shape."""
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ case("resource-not-offered-mig-single-whole-resource-pass",
      pod("mig-infer", pod_spec(container("infer", gpus={"nvidia.com/gpu": 1}), cohort="device-plugin")),
      policy="mig-single-a100")
 case("resource-not-offered-first-available-falls-back-pass",
-     pod("elastic", pod_spec(container("worker", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "mig-or-gpu")])),
+     pod("elastic",
+         pod_spec(container("worker", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "mig-or-gpu")])),
      docs=[claim_template("mig-or-gpu", {"name": "gpu", "firstAvailable": [
          {"name": "slice", "deviceClassName": "mig.nvidia.com"},
          {"name": "whole", "deviceClassName": "hybrid-full-gpu"}]})], cohort="dra")
@@ -51,9 +52,11 @@ case("resource-not-offered-cohort-class-list-pass",
      docs=[*SEED_CLASSES, SEED_TEMPLATE], policy="dra-classes")
 case("resource-not-offered-v1beta2-template-pass",
      pod("llm", pod_spec(container("llm", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "beta2-gpu")])),
-     docs=[claim_template("beta2-gpu", request("gpu", "hybrid-large-gpu", api="v1beta2"), api="v1beta2"), *SEED_CLASSES])
+     docs=[claim_template("beta2-gpu", request("gpu", "hybrid-large-gpu", api="v1beta2"), api="v1beta2"),
+           *SEED_CLASSES])
 case("resource-not-offered-v1beta1-template-mig-class",
-     pod("mig-infer", pod_spec(container("infer", claims=["mig"]), cohort="dra", claims=[template_claim("mig", "beta1-mig")])),
+     pod("mig-infer",
+         pod_spec(container("infer", claims=["mig"]), cohort="dra", claims=[template_claim("mig", "beta1-mig")])),
      ("resource-not-offered", "spec.resourceClaims[0]"),
      docs=[claim_template("beta1-mig", request("mig", "mig.nvidia.com", api="v1beta1"), api="v1beta1")])
 case("resource-not-offered-mig-on-mig-none-cohort",
@@ -63,7 +66,8 @@ case("resource-not-offered-mig-single",
      pod("mig-infer", pod_spec(container("infer", gpus={"nvidia.com/mig-1g.5gb": 1}), cohort="device-plugin")),
      ("resource-not-offered", "spec.containers[0].resources.limits"), policy="mig-single-a100")
 case("resource-not-offered-a100-80gb-profile-on-a100-40gb",
-     workload("Job", "mig-infer", pod_spec(container("infer", gpus={"nvidia.com/mig-4g.40gb": 1}), cohort="device-plugin")),
+     workload("Job", "mig-infer",
+              pod_spec(container("infer", gpus={"nvidia.com/mig-4g.40gb": 1}), cohort="device-plugin")),
      ("resource-not-offered", "spec.template.spec.containers[0].resources.limits"), policy="mig-mixed-a100")
 case("resource-not-offered-a100-profile-on-h200",
      pod("mig-infer", pod_spec(container("infer", gpus={"nvidia.com/mig-1g.5gb": 1}), cohort="device-plugin")),
@@ -95,7 +99,8 @@ case("resource-not-offered-implicit-mig-class-resource",
                                cohort="dra")),
      ("resource-not-offered", "spec.containers[0].resources.limits"))
 case("resource-not-offered-first-available-none-offered",
-     pod("elastic", pod_spec(container("worker", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "slices")])),
+     pod("elastic",
+         pod_spec(container("worker", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "slices")])),
      ("resource-not-offered", "spec.resourceClaims[0]"), ("resource-not-offered", "spec.resourceClaims[0]"),
      docs=[claim_template("slices", {"name": "gpu", "firstAvailable": [
          {"name": "small", "deviceClassName": "mig.nvidia.com"},
@@ -103,11 +108,13 @@ case("resource-not-offered-first-available-none-offered",
 case("resource-not-offered-cel-mig-type-in-list",
      pod("llm", pod_spec(container("llm", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "mig-by-cel")])),
      ("resource-not-offered", "spec.resourceClaims[0]"),
-     docs=[cel_class("mig-by-cel", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type in ['mig']"),
+     docs=[cel_class("mig-by-cel",
+                     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type in ['mig']"),
            claim_template("mig-by-cel", request("gpu", "mig-by-cel"))], cohort="dra")
 case("resource-not-offered-cel-gpu-type-in-list-pass",
      pod("llm", pod_spec(container("llm", claims=["gpu"]), cohort="dra", claims=[template_claim("gpu", "gpu-by-cel")])),
-     docs=[cel_class("gpu-by-cel", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type in ['gpu']"),
+     docs=[cel_class("gpu-by-cel",
+                     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type in ['gpu']"),
            claim_template("gpu-by-cel", request("gpu", "gpu-by-cel"))], cohort="dra")
 
 

@@ -25,7 +25,8 @@ TABLE = Table("run-as-root")
 case = TABLE.case
 
 case("run-as-root-hardened-pass",
-     workload("StatefulSet", "vector-db", pod_spec(container("db", gpus={"nvidia.com/gpu": 1}), cohort="device-plugin")))
+     workload("StatefulSet", "vector-db",
+              pod_spec(container("db", gpus={"nvidia.com/gpu": 1}), cohort="device-plugin")))
 case("run-as-root-cpu-pod-as-root-pass",
      pod("build", pod_spec(container("kaniko", sc={}), sc={"runAsUser": 0})), cohort=None)
 case("run-as-root-exception-by-name-pass",

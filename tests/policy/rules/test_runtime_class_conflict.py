@@ -1,6 +1,6 @@
-"""The runtime-class-conflict table (docs/rules/runtime-class-conflict.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
-apiserver's shape."""
+"""The runtime-class-conflict table (docs/rules/runtime-class-conflict.md): failing cases beside their closest benign
+twins, each checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in
+the apiserver's shape."""
 from __future__ import annotations
 
 import pytest
@@ -25,7 +25,8 @@ case("runtime-class-conflict-nvidia-pass",
 case("runtime-class-conflict-pod-without-runtime-class-pass",
      pod("cuda-smoke", pod_spec(container(gpus={"nvidia.com/gpu": 1}), cohort="device-plugin", runtimeClassName=None)))
 case("runtime-class-conflict-dra-pod-kata-pass",
-     pod("sandboxed", pod_spec(container(claims=["gpu"]), cohort="dra", claims=[template_claim()], runtime="kata-qemu")),
+     pod("sandboxed",
+         pod_spec(container(claims=["gpu"]), cohort="dra", claims=[template_claim()], runtime="kata-qemu")),
      docs=[*SEED_CLASSES, SEED_TEMPLATE])
 case("runtime-class-conflict-runc",
      pod("cuda-smoke", pod_spec(container(gpus={"nvidia.com/gpu": 1}), cohort="device-plugin", runtime="runc")),

@@ -32,9 +32,11 @@ case("shared-claim-template-per-pod-pass",
                                                claims=[template_claim()])),
      docs=[*SEED_CLASSES, SEED_TEMPLATE])
 case("shared-claim-named-non-gpu-claim-pass",
-     pod("nccl-test", pod_spec(container("nccl", gpus={"nvidia.com/gpu": 8}, claims=["channel"]), cohort="device-plugin",
+     pod("nccl-test",
+         pod_spec(container("nccl", gpus={"nvidia.com/gpu": 8}, claims=["channel"]), cohort="device-plugin",
                                claims=[named_claim("channel", "imex-channel-0")])),
-     docs=[IMEX_CLASS, resource_claim("imex-channel-0", request("channel", "compute-domain-default-channel.nvidia.com"))])
+     docs=[IMEX_CLASS,
+           resource_claim("imex-channel-0", request("channel", "compute-domain-default-channel.nvidia.com"))])
 case("shared-claim-named-gpu-claim",
      pod("notebook-1", pod_spec(container("jupyter", claims=["gpu"]), cohort="dra", claims=[named_claim()])),
      ("shared-claim", "spec.resourceClaims[0]"), docs=[resource_claim("shared-a100", request())])

@@ -1,5 +1,5 @@
-"""The shared-exclusive-mix table (docs/rules/shared-exclusive-mix.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
+"""The shared-exclusive-mix table (docs/rules/shared-exclusive-mix.md): failing cases beside their closest benign twins,
+each checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
 apiserver's shape."""
 from __future__ import annotations
 

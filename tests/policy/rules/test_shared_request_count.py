@@ -1,5 +1,5 @@
-"""The shared-request-count table (docs/rules/shared-request-count.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
+"""The shared-request-count table (docs/rules/shared-request-count.md): failing cases beside their closest benign twins,
+each checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
 apiserver's shape."""
 from __future__ import annotations
 

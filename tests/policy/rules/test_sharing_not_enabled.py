@@ -1,5 +1,5 @@
-"""The sharing-not-enabled table (docs/rules/sharing-not-enabled.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
+"""The sharing-not-enabled table (docs/rules/sharing-not-enabled.md): failing cases beside their closest benign twins,
+each checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
 apiserver's shape."""
 from __future__ import annotations
 

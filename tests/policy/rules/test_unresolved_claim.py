@@ -1,5 +1,5 @@
-"""The unresolved-claim table (docs/rules/unresolved-claim.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
+"""The unresolved-claim table (docs/rules/unresolved-claim.md): failing cases beside their closest benign twins, each
+checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
 apiserver's shape."""
 from __future__ import annotations
 
@@ -52,11 +52,13 @@ case("unresolved-claim-implicit-resource-unknown-class",
 case("unresolved-claim-action-enforce",
      pod("llm", pod_spec(container("llm", claims=["gpu"]), cohort="dra", claims=[template_claim()])),
      ("unresolved-claim", "enforce", "spec.resourceClaims[0]"), policy="actions")
-_obj, _docs = limit_and_claim(cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && url('https://x').getHost() == 'x'"))
+_obj, _docs = limit_and_claim(cel_class("by-cel",
+                                        "device.driver == 'gpu.nvidia.com' && url('https://x').getHost() == 'x'"))
 case("unresolved-claim-cel-selector-that-does-not-compile", _obj,
      ("unresolved-claim", "spec.resourceClaims[0]"), docs=_docs, cohort="device-plugin")
 _obj, _docs = limit_and_claim(cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && "
-                                                    "device.attributes['gpu.nvidia.com'].productName == 'Quadro RTX 8000'"))
+                                                    "device.attributes['gpu.nvidia.com'].productName == 'Quadro RTX "
+                                                    "8000'"))
 case("unresolved-claim-cel-selector-on-attributes-no-probe-shows", _obj,
      ("unresolved-claim", "spec.resourceClaims[0]"), docs=_docs, cohort="device-plugin")
 _obj, _docs = limit_and_claim(cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && "
@@ -65,7 +67,8 @@ case("unresolved-claim-cel-selector-on-a-known-product", _obj,
      ("double-mechanism", "spec.containers[0].resources.limits"), docs=_docs)
 _obj, _docs = limit_and_claim(cel_class("by-cel", "device.driver == 'gpu.nvidia.com' && "
                                                     "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))"))
-case("unresolved-claim-cel-semver-resolves", _obj, ("double-mechanism", "spec.containers[0].resources.limits"), docs=_docs)
+case("unresolved-claim-cel-semver-resolves", _obj, ("double-mechanism", "spec.containers[0].resources.limits"),
+     docs=_docs)
 case("unresolved-claim-unknown-channel-class",
      pod("nccl", pod_spec(container("nccl", gpus={"nvidia.com/gpu": 8}, claims=["channel"]), cohort="device-plugin",
                           claims=[template_claim("channel", "channel")])),

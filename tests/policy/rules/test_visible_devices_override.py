@@ -1,6 +1,6 @@
-"""The visible-devices-override table (docs/rules/visible-devices-override.md): failing cases beside their closest benign twins, each checked by
-builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py, again in the
-apiserver's shape."""
+"""The visible-devices-override table (docs/rules/visible-devices-override.md): failing cases beside their closest
+benign twins, each checked by builders.check_case (findings, verdict, cohort, golden messages) and, by test_rules.py,
+again in the apiserver's shape."""
 from __future__ import annotations
 
 import pytest

@@ -40,7 +40,10 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
         for c in view.containers:
             resources = c.resources
             for section in ("limits", "requests"):
-                for rname in as_dict(resources.get(section)):
+                names = resources.get(section)
+                if type(names) is not dict:
+                    continue
+                for rname in names:
                     if type(rname) is not str or "/" not in rname or rname.startswith(_STANDARD_PREFIXES):
                         continue
                     if rname.startswith(IMPLICIT_PREFIX):

@@ -81,7 +81,10 @@ def view_of(obj: dict[str, Any], info: KindInfo, namespace: str) -> PodView:
     prefix = ".".join(info.pod_spec_path or ())
     containers = []
     for section, plain in SECTIONS:
-        for i, c in enumerate(as_list(spec.get(section))):
+        listed = spec.get(section)
+        if type(listed) is not list:
+            continue
+        for i, c in enumerate(listed):
             if type(c) is not dict:
                 continue
             name = c.get("name")

@@ -206,6 +206,10 @@ def inferred(mechanisms: frozenset[str], policy: Policy, excluded: tuple[str, ..
     if len(mechanisms) != 1:
         return NONE
     (mechanism,) = mechanisms
+    return policy.derived(_inferred, mechanism, excluded)  # the same for every GPU pod of that mechanism
+
+
+def _inferred(policy: Policy, mechanism: str, excluded: tuple[str, ...]) -> CohortChoice:
     running = [c for c in policy.cohorts if c.mechanism == mechanism and c.name not in excluded]
     if len(running) == 1:
         return CohortChoice(cohort=running[0], source=INFERRED)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from webhook.config.model import DEVICE_PLUGIN, DRA, DeviceClassInfo, Policy
-from webhook.objects.access import as_dict, as_list, as_str, quantity
+from webhook.objects.access import NO_DICT, as_dict, as_list, as_str, quantity
 from webhook.objects.claims import ClaimSpec, DeviceRequest, claim_spec
 from webhook.objects.podspec import Container, PodView, claim_reference
 from webhook.policy import cohorts
@@ -147,8 +147,9 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
         resources = c.resources
         if not resources:
             continue
-        limits = as_dict(resources.get("limits"))
-        for section, values in (("limits", limits), ("requests", as_dict(resources.get("requests")))):
+        limits, requests = resources.get("limits"), resources.get("requests")  # read inline: the hottest loop
+        limits = limits if type(limits) is dict else NO_DICT
+        for section, values in (("limits", limits), ("requests", requests if type(requests) is dict else NO_DICT)):
             for name, value in values.items():
                 # cpu, memory, ephemeral-storage have no "/"; extended resources must have limits == requests
                 if type(name) is not str or "/" not in name or (section == "requests" and name in limits):

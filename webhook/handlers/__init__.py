@@ -26,23 +26,23 @@ MAX_ANNOTATED_PER_RULE = 8  # an audit annotation's value holds 4 KiB (webhook/r
 
 def _evaluate(request: AdmissionRequest, policy: Policy, resolver: Resolver, *,
               validating: bool) -> Evaluation | Outcome:
+    """The evaluation, or the outcome when no rule ran (no object, a foreign kind, an exempt namespace)."""
     obj = request.object
     if obj is None:
         return allow(reason="the request carries no object to evaluate")
-    return evaluate_object(
+    ev = evaluate_object(
         obj, policy=policy, resolver=resolver, operation=request.operation,
         namespace=request.namespace or None, user_info=request.user_info, kind=request.kind,
         validate=validating, mutate=not validating, sub_resource=request.sub_resource or None,
         old=as_dict(request.old_object),
     )
+    return allow(evaluation=ev, reason=ev.skipped) if ev.skipped else ev
 
 
 def validate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -> Outcome:
     ev = _evaluate(request, policy, resolver, validating=True)
     if isinstance(ev, Outcome):
         return ev
-    if ev.skipped:
-        return allow(evaluation=ev, reason=ev.skipped)
     if not ev.violations and not ev.errors:  # most requests: nothing to say
         return allow(evaluation=ev)
     denials = _bounded((v.rule, v.message) for v in ev.denials)
@@ -60,8 +60,6 @@ def mutate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -> 
     ev = _evaluate(request, policy, resolver, validating=False)
     if isinstance(ev, Outcome):
         return ev
-    if ev.skipped:
-        return allow(evaluation=ev, reason=ev.skipped)
     if not ev.violations and not ev.errors:
         return patch(ev.patch, evaluation=ev)
     return patch(ev.patch, warnings=_bounded_warnings(ev), audit_annotations=_annotations(ev), evaluation=ev)

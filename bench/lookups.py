@@ -28,11 +28,12 @@ sys.path.insert(0, str(REPO))  # the fake apiserver lives with the tests
 from tests.cluster.fakeapi import FakeApiServer, make_certificates  # noqa: E402
 from webhook.config import default_policy  # noqa: E402
 from webhook.config.model import Lookups  # noqa: E402
-from webhook.handlers import mutate, validate  # noqa: E402
+from webhook.handlers import AdmissionRequest, mutate, validate  # noqa: E402
 from webhook.lookups.base import NoLookups  # noqa: E402
 from webhook.lookups.bundle import BundleResolver  # noqa: E402
 from webhook.lookups.cluster import ClusterResolver  # noqa: E402
 from webhook.lookups.kubeconfig import load_api_client  # noqa: E402
+from webhook.review import read_request  # noqa: E402
 
 SEED = REPO / "tests" / "data" / "seed"
 REAL = REPO / "tests" / "data" / "fixtures" / "real-manifests"  # copies of the shared fixtures
@@ -92,10 +93,10 @@ PODS = (
 )
 
 
-def _review(pod: dict) -> dict:
-    return {"uid": "bench", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+def _review(pod: dict) -> AdmissionRequest:
+    return read_request({"uid": "bench", "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE",
-            "namespace": pod["metadata"]["namespace"], "object": pod, "userInfo": {"username": "bench"}}
+            "namespace": pod["metadata"]["namespace"], "object": pod, "userInfo": {"username": "bench"}})
 
 
 def _measure(handler, policy, resolver, reviews, rounds: int) -> tuple[float, float]:

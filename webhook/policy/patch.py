@@ -9,7 +9,9 @@ from typing import Any
 
 
 def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
+    if "~" in key or "/" in key:  # RFC 6901; most keys have neither
+        return key.replace("~", "~0").replace("/", "~1")
+    return key
 
 
 def _same(a: object, b: object) -> bool:

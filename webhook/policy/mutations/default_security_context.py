@@ -53,8 +53,7 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str
     for c in facts.view.containers:
         if c.section == "ephemeralContainers":
             continue
-        sc = as_dict(c.raw.get("securityContext"))
-        add = _container_defaults(sc, security)
+        add = _container_defaults(c.security, security)
         if not add:
             continue
         index = c.position

@@ -307,7 +307,7 @@ POLICIES = {
     "actions": _policy(rules={
         "shared-claim": "enforce", "run-as-root": "enforce", "runtime-class-conflict": "warn",
         "unresolved-claim": "enforce", "device-access-bypass": "audit", "visible-devices-override": "off",
-        "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit"}),
+        "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit", "unsatisfiable-request": "enforce"}),
     "variables": _policy(visibleDeviceVariables=["NVIDIA_VISIBLE_DEVICES"]),
     # a second DRA cohort (its own allocation label value): node selection can admit two cohorts, neither a device plugin's
     "two-dra": _policy(cohorts=[*yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))["cohorts"], {

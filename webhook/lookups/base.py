@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from webhook.objects.inventory import Inventory
+
 
 @dataclass(frozen=True, slots=True)
 class Lookup:
@@ -40,6 +42,9 @@ class Resolver(Protocol):
 
     def device_class_list(self) -> Lookup: ...  # value: tuple of every DeviceClass dict (for extendedResourceName)
 
+    # The Nodes' and ResourceSlices' snapshot (unsatisfiable-request); None when neither is known.
+    def inventory(self) -> Inventory | None: ...
+
 
 class NoLookups:
     """The webhook without cluster lookups: nothing outside the request can be resolved."""
@@ -67,3 +72,6 @@ class NoLookups:
 
     def device_class_list(self) -> Lookup:
         return self._miss
+
+    def inventory(self) -> Inventory | None:
+        return None

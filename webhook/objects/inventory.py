@@ -18,6 +18,10 @@ from webhook.objects.selectors import milli
 
 # Taint effects that keep a pod off a node it does not tolerate (PreferNoSchedule only discourages).
 BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+# Taints the node lifecycle controller sets for a passing condition (not ready, unreachable, pressure,
+# cordoned) or the cloud provider before it initialises a node: they say nothing of what the node can
+# ever offer, so they are not kept.
+TRANSIENT_TAINTS = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +95,7 @@ def read_node(obj: Mapping[str, Any]) -> NodeInfo | None:
     for t in as_list(as_dict(obj.get("spec")).get("taints")):
         t = as_dict(t)
         key, effect = as_str(t.get("key")), as_str(t.get("effect"))
-        if key and effect in BLOCKING_EFFECTS:
+        if key and effect in BLOCKING_EFFECTS and not key.startswith(TRANSIENT_TAINTS):
             taints.append(Taint(key, as_str(t.get("value")) or "", effect))
     allocatable = {}
     for rname, value in as_dict(as_dict(obj.get("status")).get("allocatable")).items():

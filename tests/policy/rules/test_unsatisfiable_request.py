@@ -73,6 +73,11 @@ case("unsatisfiable-request-affinity-by-node-name",
      pod("train", dp(gpus(5), **_AFFINITY_SMALL)), ("unsatisfiable-request", "spec.containers[0].resources.limits"),
      docs=NODES)
 case("unsatisfiable-request-affinity-by-node-name-fits-pass", pod("train", dp(gpus(4), **_AFFINITY_SMALL)), docs=NODES)
+_NOT_READY = [{**n, "spec": {"taints": [*n.get("spec", {}).get("taints", []), {
+    "key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}} for n in NODES]
+case("unsatisfiable-request-not-ready-taint-is-passing-pass", pod("train", dp(gpus(8))), docs=_NOT_READY)
+case("unsatisfiable-request-not-ready-nodes-still-too-small",
+     pod("train", dp(gpus(9))), ("unsatisfiable-request", "spec.containers[0].resources.limits"), docs=_NOT_READY)
 case("unsatisfiable-request-no-node-of-cohort-admits",
      pod("train", dp(gpus(1), tolerations=[])), ("unsatisfiable-request", "spec.containers[0].resources.limits"),
      docs=NODES, allowed=True)

@@ -58,16 +58,17 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
     if not uses:
         return []  # what the cohort does not offer at all is resource-not-offered's finding
     nodes = capacity.pod_nodes(inventory, cohort, facts.view.spec)
-    where = _nodes_phrase(nodes, cohort)
-    total = len(capacity.cohort_nodes(inventory, cohort))
     out = []
     said: set[str] = set()
+    where, total = "", 0
     for use in uses:
         if use.container.section == "ephemeralContainers":
             continue
         most, node = capacity.largest(nodes, use.resource)
         if use.amount <= most:
             continue
+        if not said:
+            where, total = _nodes_phrase(nodes, cohort), len(capacity.cohort_nodes(inventory, cohort))
         said.add(use.resource)
         out.append(Finding(
             path=use.path,
@@ -75,12 +76,16 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
                  f'on cohort "{cohort.name}"',
             why=_largest_why(use.resource, most, node, nodes, where, cohort, total),
             fix=_fix(use.resource, most, nodes, total)))
+    if len(uses) == 1 and uses[0].container.section == "containers":
+        return out  # one container's request is the pod's: said above if it does not fit
     pod_path = f"{facts.view.prefix}.containers"
     wanted = effective(uses)
     for resource in sorted(wanted):
         most, node = capacity.largest(nodes, resource)
         if resource in said or wanted[resource] <= most:
             continue
+        if not where:
+            where, total = _nodes_phrase(nodes, cohort), len(capacity.cohort_nodes(inventory, cohort))
         said.add(resource)
         out.append(Finding(
             path=pod_path,
@@ -90,6 +95,7 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
             fix=_fix(resource, most, nodes, total)))
     if not said and len(wanted) > 1 and nodes and not any(
             all(wanted[r] <= n.allocatable.get(r, 0.0) for r in wanted) for n in nodes):
+        where = _nodes_phrase(nodes, cohort)
         listed = ", ".join(f"{_amount(wanted[r])} {r}" for r in sorted(wanted))
         out.append(Finding(
             path=pod_path,

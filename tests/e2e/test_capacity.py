@@ -9,8 +9,7 @@ import json
 import pytest
 import yaml
 
-from tests.e2e import cluster as clusterlib
-from tests.e2e.conftest import NAMESPACE, RELEASE, wait_for
+from tests.e2e.conftest import lookups_on, wait_for
 from tests.e2e.test_dra import dra_pod
 from tests.e2e.test_kubectl import gpu_pod
 from tests.support import DATA, SEED
@@ -43,20 +42,10 @@ def capacity(release, cluster):
     kubectl.apply((INVENTORY / "nvidia-dra-h200-mig.yaml").read_text())
     stored = kubectl.json("get", "node", "hybrid-dp-0")
     assert stored["status"]["allocatable"]["nvidia.com/gpu"] == "8"
-    release.upgrade({"lookups": CAPACITY})
-    token = kubectl.run("create", "token", RELEASE, "-n", NAMESPACE, "--duration=2h").stdout.strip()
-    kubeconfig = release.webhook.workdir / "webhook.kubeconfig"
-    kubeconfig.write_text(clusterlib.kubeconfig_text(cluster.server, cluster.root / "pki" / "ca.crt",
-                                                     token=token, user=f"system:serviceaccount:{NAMESPACE}:{RELEASE}"))
-    release.webhook.stop()
-    release.webhook.kubeconfig = kubeconfig
-    release.webhook.start()
-    yield release
-    release.webhook.stop()
-    release.webhook.kubeconfig = None
-    release.upgrade()
-    release.webhook.start()
+    with lookups_on(release, cluster, CAPACITY):
+        yield release
     kubectl.run("delete", "resourceslice", "hybrid-dra-h200-mig-gpu.nvidia.com-p4m9z", check=False)
+    kubectl.run("delete", "deviceclass", "hybrid-full-gpu", "hybrid-large-gpu", check=False)
     for node in nodes:
         kubectl.run("delete", "node", node["metadata"]["name"], "--wait=false", check=False)
 
@@ -102,10 +91,6 @@ def test_a_claim_no_published_device_matches_warns(kubectl, namespace, capacity,
                    "metadata": {"name": "single-large-gpu", "namespace": namespace},
                    "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
                        "deviceClassName": "hybrid-large-gpu", "allocationMode": "ExactCount", "count": 1}}]}}}})
-    kubectl.apply({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                   "metadata": {"name": "full-gpu", "namespace": namespace},
-                   "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                       "deviceClassName": "hybrid-full-gpu", "allocationMode": "ExactCount", "count": 1}}]}}}})
     large = dra_pod(namespace, "llm", "single-large-gpu")
     large["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     wait_for(lambda: "[unsatisfiable-request]" in _first_warning(kubectl, large),
@@ -113,8 +98,7 @@ def test_a_claim_no_published_device_matches_warns(kubectl, namespace, capacity,
     result = kubectl.create(large)
     assert "pod/llm created" in result.stdout
     assert "Warning: " in result.stderr and "hybrid-dra-h200-mig/gpu-0-mig-3g71gb-0" in result.stderr
-    # the benign twin: a full GPU of any size; the MIG node publishes none either, so it warns too, while
-    # a class the devices do satisfy (any device of the driver) is silent
+    # the benign twin: a class the MIG node's devices satisfy (any device of the driver), two of them
     kubectl.apply({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "any-nvidia"},
                    "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}})
     kubectl.apply({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",

@@ -21,6 +21,7 @@ from webhook.objects.inventory import Device, Inventory, NodeInfo, Taint
 from webhook.objects.selectors import ClassSelectors, evaluate
 from webhook.policy.cohorts import AFFINITY_PATH, _allows
 
+_REQUIRED = AFFINITY_PATH.rsplit(".", 1)[1]  # requiredDuringSchedulingIgnoredDuringExecution
 _LIMIT = 512  # kept answers per snapshot: node selections and selector sets come from requests
 
 
@@ -46,10 +47,9 @@ def pod_nodes(inventory: Inventory, cohort: Cohort, spec: Mapping[str, Any]) -> 
     """The cohort's nodes that the pod's node selection and tolerations admit."""
     selector = spec.get("nodeSelector")
     affinity = spec.get("affinity")
-    required = as_dict(as_dict(as_dict(affinity).get("nodeAffinity")).get(
-        AFFINITY_PATH.rsplit(".", 1)[1])) if affinity else None
+    required = as_dict(as_dict(as_dict(affinity).get("nodeAffinity")).get(_REQUIRED)) if affinity else None
     tolerations = spec.get("tolerations")
-    key = (cohort.name, repr(selector), repr(required), repr(tolerations))
+    key = (cohort.name, repr(selector), repr(required) if required else None, repr(tolerations))
     found = inventory.eligible.get(key)
     if found is None:
         terms = as_list(required.get("nodeSelectorTerms")) if required is not None and \

@@ -81,8 +81,21 @@ class Inventory:
     nodes: tuple[NodeInfo, ...] | None
     devices: tuple[Device, ...] | None
     cohort_nodes: dict[Any, tuple[NodeInfo, ...]] = field(default_factory=dict)
-    eligible: dict[Any, tuple[NodeInfo, ...]] = field(default_factory=dict)
+    eligible: dict[Any, Admitted] = field(default_factory=dict)
     matches: dict[tuple[str, ...], Any] = field(default_factory=dict)
+    everywhere: Admitted | None = None  # when Node lookups are off: every node that publishes devices
+
+
+@dataclass(slots=True)
+class Admitted:
+    """The nodes one node selection admits (None: not known, every node counts), with what was derived
+    from them for earlier requests of the same selection: kept, so that a warm snapshot answers a request
+    without walking the nodes or devices again."""
+
+    nodes: tuple[NodeInfo, ...] | None
+    names: frozenset[str] | None
+    largest: dict[str, tuple[float, NodeInfo | None]] = field(default_factory=dict)
+    fits: dict[Any, Any] = field(default_factory=dict)
 
 
 def read_node(obj: Mapping[str, Any]) -> NodeInfo | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from webhook.config.model import Cohort
 from webhook.objects.access import as_dict, as_list, as_str
-from webhook.objects.inventory import Device, Inventory, NodeInfo, Taint
+from webhook.objects.inventory import Admitted, Device, Inventory, NodeInfo, Taint
 from webhook.objects.selectors import ClassSelectors, evaluate
 from webhook.policy.cohorts import AFFINITY_PATH, _allows
 
@@ -43,8 +43,13 @@ def cohort_nodes(inventory: Inventory, cohort: Cohort) -> tuple[NodeInfo, ...]:
     return found
 
 
-def pod_nodes(inventory: Inventory, cohort: Cohort, spec: Mapping[str, Any]) -> tuple[NodeInfo, ...]:
-    """The cohort's nodes that the pod's node selection and tolerations admit."""
+def pod_nodes(inventory: Inventory, cohort: Cohort, spec: Mapping[str, Any]) -> Admitted:
+    """The cohort's nodes that the pod's node selection and tolerations admit; every node when Node
+    lookups are off."""
+    if inventory.nodes is None:
+        if inventory.everywhere is None:
+            inventory.everywhere = Admitted(None, None)
+        return inventory.everywhere
     selector = spec.get("nodeSelector")
     affinity = spec.get("affinity")
     required = as_dict(as_dict(as_dict(affinity).get("nodeAffinity")).get(_REQUIRED)) if affinity else None
@@ -56,11 +61,12 @@ def pod_nodes(inventory: Inventory, cohort: Cohort, spec: Mapping[str, Any]) -> 
             "nodeSelectorTerms" in required else None
         wanted = {k: v for k, v in as_dict(selector).items() if type(k) is str}
         allowed = [as_dict(t) for t in as_list(tolerations)]
-        found = _keep(inventory.eligible, key, tuple(
+        nodes = tuple(
             n for n in cohort_nodes(inventory, cohort)
             if all(n.labels.get(k) == v for k, v in wanted.items())
             and (terms is None or any(_term_admits(as_dict(t), n) for t in terms))
-            and all(any(_tolerates(t, taint) for t in allowed) for taint in n.taints)))
+            and all(any(_tolerates(t, taint) for t in allowed) for taint in n.taints))
+        found = _keep(inventory.eligible, key, Admitted(nodes, frozenset(n.name for n in nodes)))
     return found
 
 
@@ -95,14 +101,18 @@ def _tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
     return op == "Equal" and (as_str(toleration.get("value")) or "") == taint.value
 
 
-def largest(nodes: Sequence[NodeInfo], resource: str) -> tuple[float, NodeInfo | None]:
-    """The largest allocatable of `resource` among `nodes` and a node that has it (None: no node has any)."""
-    best: tuple[float, NodeInfo | None] = (0.0, None)
-    for n in nodes:
-        amount = n.allocatable.get(resource, 0.0)
-        if amount > best[0]:
-            best = (amount, n)
-    return best
+def largest(admitted: Admitted, resource: str) -> tuple[float, NodeInfo | None]:
+    """The largest allocatable of `resource` among the admitted nodes and a node that has it (None: no node
+    has any)."""
+    found = admitted.largest.get(resource)
+    if found is None:
+        best: tuple[float, NodeInfo | None] = (0.0, None)
+        for n in admitted.nodes or ():
+            amount = n.allocatable.get(resource, 0.0)
+            if amount > best[0]:
+                best = (amount, n)
+        found = _keep(admitted.largest, resource, best)
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +149,46 @@ def verdicts(inventory: Inventory, expressions: tuple[str, ...],
     return found
 
 
+def one_node_has_all(admitted: Admitted, wanted: Mapping[str, float]) -> bool:
+    """Whether one admitted node has every resource in the amount wanted, kept per selection."""
+    key = ("all", tuple(sorted(wanted.items())))
+    found = admitted.fits.get(key)
+    if found is None:
+        found = _keep(admitted.fits, key, any(all(amount <= n.allocatable.get(r, 0.0) for r, amount in wanted.items())
+                                               for n in admitted.nodes or ()))
+    return bool(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """What a list of selectors finds among the devices usable from the admitted nodes."""
+
+    count: int  # the most matching devices usable from one node
+    node: str  # that node ("" when only node-independent devices match)
+    closest: tuple[Device, Verdict] | None  # when none matches: the device that passed the most selectors
+
+
+def fit(inventory: Inventory, admitted: Admitted, expressions: tuple[str, ...],
+        selectors: ClassSelectors) -> Fit | None:
+    """The Fit of `expressions` for this node selection, kept per selection; None when a selector does
+    not compile."""
+    if expressions in admitted.fits:
+        found: Fit | None = admitted.fits[expressions]
+        return found
+    verdict = verdicts(inventory, expressions, selectors)
+    if verdict is None:
+        found = None
+    else:
+        devices = inventory.devices or ()
+        count, node = per_node(devices, verdict, admitted.names)
+        found = Fit(count, node, None if count else closest(devices, verdict, admitted.names))
+    return _keep(admitted.fits, expressions, found)  # type: ignore[no-any-return]
+
+
 def per_node(devices: Sequence[Device], verdict: Sequence[Verdict],
-             nodes: Sequence[NodeInfo] | None) -> tuple[int, str]:
+             names: frozenset[str] | None) -> tuple[int, str]:
     """The most matching devices usable from one node (devices of node-independent slices count on
-    every node), and that node's name. `nodes` None: every node that publishes devices counts."""
-    names = {n.name for n in nodes} if nodes is not None else None
+    every node), and that node's name. `names` None: every node that publishes devices counts."""
     shared = 0
     counts: dict[str, int] = {}
     for device, v in zip(devices, verdict):
@@ -162,9 +207,8 @@ def per_node(devices: Sequence[Device], verdict: Sequence[Verdict],
 
 
 def closest(devices: Sequence[Device], verdict: Sequence[Verdict],
-            nodes: Sequence[NodeInfo] | None) -> tuple[Device, Verdict] | None:
+            names: frozenset[str] | None) -> tuple[Device, Verdict] | None:
     """The device that passes the most selectors in order (on a node the pod may use), first wins."""
-    names = {n.name for n in nodes} if nodes is not None else None
     best: tuple[Device, Verdict] | None = None
     for device, v in zip(devices, verdict):
         if names is not None and device.node and device.node not in names:

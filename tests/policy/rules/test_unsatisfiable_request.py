@@ -90,6 +90,25 @@ case("unsatisfiable-request-init-container-runs-alone-pass",
 case("unsatisfiable-request-sidecar-adds-to-containers",
      pod("train", dp(gpus(7), init=[container("monitor", gpus={"nvidia.com/gpu": 2}, restart="Always")])),
      ("unsatisfiable-request", "spec.containers"), docs=NODES)
+# each resource on some node, both on none: the scheduler needs one node with all of them (MIG mixed)
+
+
+def _mixed_node(name, allocatable):
+    node = copy.deepcopy(NODES[0])
+    node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+    node["status"] = {"allocatable": allocatable}
+    return node
+
+
+_SPLIT = [_mixed_node("whole-gpus", {"nvidia.com/gpu": "4"}),
+          _mixed_node("mig-slices", {"nvidia.com/mig-3g.71gb": "2"})]
+_BOTH_ON_ONE = [*_SPLIT, _mixed_node("half-split", {"nvidia.com/gpu": "1", "nvidia.com/mig-3g.71gb": "1"})]
+_WHOLE_AND_SLICE = container("infer", gpus={"nvidia.com/gpu": 1, "nvidia.com/mig-3g.71gb": 1})
+case("unsatisfiable-request-no-single-node-has-all",
+     pod("infer", dp(_WHOLE_AND_SLICE)), ("unsatisfiable-request", "spec.containers"), docs=_SPLIT,
+     policy="mig-mixed-h200")
+case("unsatisfiable-request-one-node-has-all-pass", pod("infer", dp(_WHOLE_AND_SLICE)), docs=_BOTH_ON_ONE,
+     policy="mig-mixed-h200")
 case("unsatisfiable-request-action-enforce",
      pod("train", dp(gpus(9))), ("unsatisfiable-request", "enforce", "spec.containers[0].resources.limits"),
      docs=NODES, policy="actions")

@@ -3,9 +3,11 @@ empty. Reads the cluster's capacity snapshot (Nodes and ResourceSlices, `Context
 nothing when those lookups are off; no allocation bookkeeping ("could it ever fit", not "is there room")."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
 from webhook.objects.claims import DeviceRequest
-from webhook.objects.inventory import Inventory, NodeInfo
+from webhook.objects.inventory import Admitted, Inventory, NodeInfo
 from webhook.policy import capacity
 from webhook.policy.context import Context
 from webhook.policy.gpu import ClaimUse, GpuFacts, ResourceUse
@@ -19,7 +21,7 @@ def _amount(value: float) -> str:
     return str(int(value)) if value == int(value) else f"{value:g}"
 
 
-def _nodes_phrase(nodes: tuple[NodeInfo, ...], cohort: Cohort) -> str:
+def _nodes_phrase(nodes: Sequence[NodeInfo], cohort: Cohort) -> str:
     count = "the one node" if len(nodes) == 1 else f"the {len(nodes)} nodes"
     return f"{count} of cohort \"{cohort.name}\" that the pod's node selection and tolerations admit"
 
@@ -57,14 +59,15 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
     uses = tuple(u for u in facts.device_plugin + facts.other_nvidia if u.resource in offered)
     if not uses:
         return []  # what the cohort does not offer at all is resource-not-offered's finding
-    nodes = capacity.pod_nodes(inventory, cohort, facts.view.spec)
+    admitted = capacity.pod_nodes(inventory, cohort, facts.view.spec)
+    nodes = admitted.nodes or ()
     out = []
     said: set[str] = set()
     where, total = "", 0
     for use in uses:
         if use.container.section == "ephemeralContainers":
             continue
-        most, node = capacity.largest(nodes, use.resource)
+        most, node = capacity.largest(admitted, use.resource)
         if use.amount <= most:
             continue
         if not said:
@@ -81,7 +84,7 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
     pod_path = f"{facts.view.prefix}.containers"
     wanted = effective(uses)
     for resource in sorted(wanted):
-        most, node = capacity.largest(nodes, resource)
+        most, node = capacity.largest(admitted, resource)
         if resource in said or wanted[resource] <= most:
             continue
         if not where:
@@ -93,8 +96,7 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
                  f'sidecars counted as the scheduler counts them) on cohort "{cohort.name}"',
             why=_largest_why(resource, most, node, nodes, where, cohort, total),
             fix=_fix(resource, most, nodes, total)))
-    if not said and len(wanted) > 1 and nodes and not any(
-            all(wanted[r] <= n.allocatable.get(r, 0.0) for r in wanted) for n in nodes):
+    if not said and len(wanted) > 1 and nodes and not capacity.one_node_has_all(admitted, wanted):
         where = _nodes_phrase(nodes, cohort)
         listed = ", ".join(f"{_amount(wanted[r])} {r}" for r in sorted(wanted))
         out.append(Finding(
@@ -105,7 +107,7 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
     return out
 
 
-def _largest_why(resource: str, most: float, node: NodeInfo | None, nodes: tuple[NodeInfo, ...],
+def _largest_why(resource: str, most: float, node: NodeInfo | None, nodes: Sequence[NodeInfo],
                  where: str, cohort: Cohort, total: int) -> str:
     if not total:
         return f'the cluster has no node of cohort "{cohort.name}" (none carries its node labels), ' \
@@ -119,7 +121,7 @@ def _largest_why(resource: str, most: float, node: NodeInfo | None, nodes: tuple
             "so the pod never schedules, even on an empty node")
 
 
-def _fix(resource: str, most: float, nodes: tuple[NodeInfo, ...], total: int) -> str:
+def _fix(resource: str, most: float, nodes: Sequence[NodeInfo], total: int) -> str:
     if total and not nodes:
         return "tolerate the cohort's taints and select its nodes (default-placement adds both when the pod " \
                "selects none itself), or target another cohort"
@@ -128,27 +130,26 @@ def _fix(resource: str, most: float, nodes: tuple[NodeInfo, ...], total: int) ->
     return f"request at most {_amount(most)} {resource} per pod (split the work across pods), or add larger nodes"
 
 
-def _leaf_problem(leaf: DeviceRequest, inventory: Inventory, nodes: tuple[NodeInfo, ...] | None,
+def _leaf_problem(leaf: DeviceRequest, inventory: Inventory, admitted: Admitted,
                   context: Context, policy: Policy) -> str | None:
     """Why the leaf cannot be allocated on any one node; None when it can, or when that cannot be told."""
     info = context.device_class(leaf.device_class)
     if info is None or info.selectors is None:
         return None  # a class known only by name: what it selects cannot be evaluated
-    expressions = info.selectors + leaf.selectors
-    verdict = capacity.verdicts(inventory, expressions, policy.class_selectors)
-    if verdict is None:
-        return None  # a selector that does not compile: the apiserver refuses the object
-    devices = inventory.devices or ()
     need = 1 if leaf.allocation_mode == "All" else leaf.count
     if need <= 0:
         return None
-    count, node = capacity.per_node(devices, verdict, nodes)
+    expressions = info.selectors + leaf.selectors
+    found = capacity.fit(inventory, admitted, expressions, policy.class_selectors)
+    if found is None:
+        return None  # a selector that does not compile: the apiserver refuses the object
+    count, node = found.count, found.node
     if count >= need:
         return None
     if count:
         return (f"at most {count} matching device{'s' if count != 1 else ''} can be used from one node"
                 f"{f' ({node})' if node else ''}, and it asks for {need}")
-    near = capacity.closest(devices, verdict, nodes)
+    near = found.closest
     if near is None:
         return "no ResourceSlice publishes a device on the nodes the pod may use"
     device, v = near
@@ -164,12 +165,12 @@ def _leaf_problem(leaf: DeviceRequest, inventory: Inventory, nodes: tuple[NodeIn
            f"{len(expressions)} selectors: {which} {outcome}"
 
 
-def _request_problem(request: DeviceRequest, inventory: Inventory, nodes: tuple[NodeInfo, ...] | None,
+def _request_problem(request: DeviceRequest, inventory: Inventory, admitted: Admitted,
                      context: Context, policy: Policy) -> tuple[DeviceRequest, str] | None:
     """The first alternative and why, when no alternative of the request fits (firstAvailable: any one)."""
     first: tuple[DeviceRequest, str] | None = None
     for leaf in request.leaves():
-        problem = _leaf_problem(leaf, inventory, nodes, context, policy)
+        problem = _leaf_problem(leaf, inventory, admitted, context, policy)
         if problem is None:
             return None
         if first is None:
@@ -178,14 +179,14 @@ def _request_problem(request: DeviceRequest, inventory: Inventory, nodes: tuple[
 
 
 def _dra(facts: GpuFacts, inventory: Inventory, cohort: Cohort, context: Context, policy: Policy) -> list[Finding]:
-    nodes = capacity.pod_nodes(inventory, cohort, facts.view.spec) if inventory.nodes is not None else None
+    admitted = capacity.pod_nodes(inventory, cohort, facts.view.spec)
     out = []
     for claim in facts.gpu_claims:
-        out.extend(_claim(claim, inventory, nodes, cohort, context, policy))
+        out.extend(_claim(claim, inventory, admitted, cohort, context, policy))
     return out
 
 
-def _claim(claim: ClaimUse, inventory: Inventory, nodes: tuple[NodeInfo, ...] | None, cohort: Cohort,
+def _claim(claim: ClaimUse, inventory: Inventory, admitted: Admitted, cohort: Cohort,
            context: Context, policy: Policy) -> list[Finding]:
     if claim.spec is None:
         return []
@@ -195,7 +196,7 @@ def _claim(claim: ClaimUse, inventory: Inventory, nodes: tuple[NodeInfo, ...] | 
     for request in claim.spec.requests:
         if not any(leaf.path in gpu for leaf in request.leaves()):
             continue
-        found = _request_problem(request, inventory, nodes, context, policy)
+        found = _request_problem(request, inventory, admitted, context, policy)
         if found is None:
             continue
         leaf, problem = found

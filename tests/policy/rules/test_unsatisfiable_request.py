@@ -109,6 +109,12 @@ case("unsatisfiable-request-no-single-node-has-all",
      policy="mig-mixed-h200")
 case("unsatisfiable-request-one-node-has-all-pass", pod("infer", dp(_WHOLE_AND_SLICE)), docs=_BOTH_ON_ONE,
      policy="mig-mixed-h200")
+# a MIG profile the cohort's config offers but no node of it advertises (its GPUs not partitioned so)
+case("unsatisfiable-request-mig-profile-no-node-carries",
+     pod("infer", dp(container("infer", gpus={"nvidia.com/mig-1g.18gb": 1}))),
+     ("unsatisfiable-request", "spec.containers[0].resources.limits"), docs=_SPLIT, policy="mig-mixed-h200")
+case("unsatisfiable-request-mig-profile-a-node-carries-pass",
+     pod("infer", dp(container("infer", gpus={"nvidia.com/mig-3g.71gb": 2}))), docs=_SPLIT, policy="mig-mixed-h200")
 case("unsatisfiable-request-action-enforce",
      pod("train", dp(gpus(9))), ("unsatisfiable-request", "enforce", "spec.containers[0].resources.limits"),
      docs=NODES, policy="actions")

@@ -115,6 +115,19 @@ case("unsatisfiable-request-mig-profile-no-node-carries",
      ("unsatisfiable-request", "spec.containers[0].resources.limits"), docs=_SPLIT, policy="mig-mixed-h200")
 case("unsatisfiable-request-mig-profile-a-node-carries-pass",
      pod("infer", dp(container("infer", gpus={"nvidia.com/mig-3g.71gb": 2}))), docs=_SPLIT, policy="mig-mixed-h200")
+# time-slicing: the replicas the device plugin advertises are the node's allocatable like any resource
+_SHARED_NODE = [_mixed_node("shared-l4", {"nvidia.com/gpu.shared": "2"})]
+
+
+def _shared(*names):
+    return dp(*(container(n, gpus={"nvidia.com/gpu.shared": 1}) for n in names))
+
+
+case("unsatisfiable-request-more-replicas-than-a-node-advertises",
+     workload("Deployment", "notebooks", _shared("a", "b", "c")), ("unsatisfiable-request", "spec.template.spec.containers"),
+     docs=_SHARED_NODE, policy="time-slicing")
+case("unsatisfiable-request-replicas-a-node-advertises-pass",
+     workload("Deployment", "notebooks", _shared("a", "b")), docs=_SHARED_NODE, policy="time-slicing")
 case("unsatisfiable-request-action-enforce",
      pod("train", dp(gpus(9))), ("unsatisfiable-request", "enforce", "spec.containers[0].resources.limits"),
      docs=NODES, policy="actions")

@@ -11,10 +11,18 @@ make_patch on the same pair for comparison.
 `--instructions` prints instead each scenario's instructions per call, counted by valgrind's callgrind
 (steady where times on a shared machine move by half): the scenario is run N times and 0 times in
 separate processes under callgrind, and the difference is divided by N.
+
+`--capacity` runs instead the scenarios of unsatisfiable-request's cost: the same pod, and a DRA pod
+using the seed's template, with the Node and ResourceSlice lookups off and on. "On" is a ClusterResolver
+whose informers hold the cluster of tests/data/inventory (six Nodes, the H200 and MIG slices), set as
+their state after a list (no apiserver, so the counts are steady): a warm cache, as the webhook's after
+its first decision since the caches last changed.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gc
 import json
 import re
 import shutil
@@ -26,10 +34,14 @@ import time
 from pathlib import Path
 
 import jsonpatch
+import yaml
 
 from webhook.config import default_policy
+from webhook.config.model import Lookups
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.base import NoLookups
+from webhook.lookups.cluster import ClusterResolver
+from webhook.lookups.informer import object_key
 
 POD = Path(__file__).resolve().parents[1] / "tests" / "data" / "pods" / "apiserver-gpu-pod.json"
 
@@ -50,24 +62,80 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=None, help="calls per scenario (20000; 2000 with --instructions)")
     parser.add_argument("--instructions", action="store_true", help="instructions per call, counted by callgrind")
+    parser.add_argument("--capacity", action="store_true",
+                        help="the Node/ResourceSlice lookups' cost (unsatisfiable-request): off against on, warm")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # one scenario, --rounds times, nothing printed
     args = parser.parse_args()
+    global SCENARIOS
+    if args.capacity:
+        SCENARIOS = "capacity"
     if args.instructions:
-        return count_instructions(args.rounds or 2000)
+        return count_instructions(args.rounds or 2000, args.capacity)
     scenarios = make_scenarios()
     if args.run:
         fn = scenarios[args.run]
+        if args.capacity:
+            # No collection while counting: one that the longer process meets and the shorter not would
+            # outweigh the difference being counted (a first count moved by 40,000 instructions a call).
+            fn()
+            gc.collect()
+            gc.disable()
         for _ in range(args.rounds):
             fn()
         return
     rounds = args.rounds or 20000
-    print(f"{'scenario':<28} {'median µs':>10} {'p99 µs':>10}   ({rounds} rounds, {POD.name})")
+    print(f"{'scenario':<40} {'median µs':>10} {'p99 µs':>10}   ({rounds} rounds, {POD.name})")
     for name, fn in scenarios.items():
         median, p99 = measure(fn, rounds)
-        print(f"{name:<28} {median:>10.1f} {p99:>10.1f}")
+        print(f"{name:<40} {median:>10.1f} {p99:>10.1f}")
+
+
+SCENARIOS = "default"
+REPO = POD.parents[3]
+INVENTORY = REPO / "tests" / "data" / "inventory"
+SEED_DRA = REPO / "tests" / "data" / "seed" / "dra-manifests.yaml"
+
+
+def _warm(lookups, documents) -> ClusterResolver:
+    """A ClusterResolver whose enabled informers hold `documents` as after their first list."""
+    resolver = ClusterResolver(lookups, None, start=False)  # type: ignore[arg-type]  # never asks the API
+    for slot in resolver._slots.values():
+        kind = slot.kind
+        store = {object_key(d): kind.transform(d) for d in documents if d.get("kind") == kind.resource.kind}
+        slot.informer._store = store
+        slot.informer.generation = 1
+        slot.informer.synced.set()
+    return resolver
+
+
+def make_capacity_scenarios() -> dict:
+    pod = json.loads(POD.read_text())
+    dra_pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "llm", "namespace": "ai-workloads"},
+               "spec": {"containers": [{"name": "server", "image": "registry.example.invalid/llm",
+                                        "resources": {"claims": [{"name": "gpu"}]}}],
+                        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-large-gpu"}]}}
+    documents = [d for d in yaml.safe_load_all(SEED_DRA.read_text()) if d]
+    documents += yaml.safe_load((INVENTORY / "nodes.yaml").read_text())["items"]
+    documents += [yaml.safe_load((INVENTORY / f).read_text()) for f in ("nvidia-dra-h200.yaml", "nvidia-dra-h200-mig.yaml")]
+    claims = Lookups(resource_claims=True, device_classes=True)
+    both = dataclasses.replace(claims, nodes=True, resource_slices=True)
+    policy = default_policy()
+    off, on = _warm(claims, documents), _warm(both, documents)
+    on_policy = dataclasses.replace(policy, lookups=both)
+    assert on.inventory() is not None and on.inventory() is on.inventory()
+    out = {}
+    for name, obj in (("gpu pod", pod), ("dra pod", dra_pod)):
+        for verb, kwargs in (("validate", {"mutate": False}), ("mutate+validate", {})):
+            out[f"{name} {verb}, capacity off"] = (
+                lambda o=obj, k=kwargs: evaluate_object(o, policy=policy, resolver=off, **k))
+            out[f"{name} {verb}, capacity on"] = (
+                lambda o=obj, k=kwargs: evaluate_object(o, policy=on_policy, resolver=on, **k))
+    return out
 
 
 def make_scenarios() -> dict:
+    if SCENARIOS == "capacity":
+        return make_capacity_scenarios()
     pod = json.loads(POD.read_text())
     policy = default_policy()
     resolver = NoLookups()
@@ -80,26 +148,27 @@ def make_scenarios() -> dict:
     }
 
 
-def _callgrind_total(scenario: str, rounds: int, out: Path) -> int:
+def _callgrind_total(scenario: str, rounds: int, out: Path, capacity: bool = False) -> int:
     """Instructions of one process that runs `scenario` `rounds` times (after one warm-up call, so that
     imports and first-call caches count in both runs alike)."""
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-                    "--run", scenario, "--rounds", str(rounds)], check=True, capture_output=True,
+                    "--run", scenario, "--rounds", str(rounds), *(["--capacity"] if capacity else [])],
+                   check=True, capture_output=True,
                    env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(POD.parents[3])})
     summary = re.search(r"^summary: (\d+)", out.read_text(), re.M)
     assert summary, f"no summary in {out}"
     return int(summary.group(1))
 
 
-def count_instructions(rounds: int) -> None:
+def count_instructions(rounds: int, capacity: bool = False) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (apt-get install -y valgrind)")
-    print(f"{'scenario':<28} {'instructions/call':>18}   (callgrind, {rounds} calls minus 1, {POD.name})")
+    print(f"{'scenario':<40} {'instructions/call':>18}   (callgrind, {rounds} calls minus 1, {POD.name})")
     with tempfile.TemporaryDirectory() as tmp:
         for name in make_scenarios():
-            many = _callgrind_total(name, rounds + 1, Path(tmp) / "many.out")
-            one = _callgrind_total(name, 1, Path(tmp) / "one.out")
-            print(f"{name:<28} {(many - one) / rounds:>18,.0f}")
+            many = _callgrind_total(name, rounds + 1, Path(tmp) / "many.out", capacity)
+            one = _callgrind_total(name, 1, Path(tmp) / "one.out", capacity)
+            print(f"{name:<40} {(many - one) / rounds:>18,.0f}")
 
 
 if __name__ == "__main__":

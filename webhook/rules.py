@@ -36,6 +36,7 @@ class Rule(str, enum.Enum):
     CLAIM_SHAPE = "claim-shape"
     LEGACY_API = "legacy-api"
     UNRESOLVED_CLAIM = "unresolved-claim"
+    UNSATISFIABLE_REQUEST = "unsatisfiable-request"
     # mutation
     DEFAULT_RUNTIME_CLASS = "default-runtime-class"
     DEFAULT_SECURITY_CONTEXT = "default-security-context"
@@ -92,6 +93,9 @@ RULES: dict[Rule, RuleInfo] = {
     Rule.LEGACY_API: RuleInfo("DRA shapes that no Kubernetes 1.34+ cluster accepts", "DRA claims"),
     Rule.UNRESOLVED_CLAIM: RuleInfo(
         "a referenced ResourceClaim or template that cannot be resolved", "DRA claims", default=Action.WARN),
+    Rule.UNSATISFIABLE_REQUEST: RuleInfo(
+        "a GPU request that no node or device of the cohort can ever satisfy (with Node/ResourceSlice lookups)",
+        "GPU allocation", default=Action.WARN),
     Rule.DEFAULT_RUNTIME_CLASS: RuleInfo(
         "adds the device-plugin cohort's runtimeClassName to GPU pods that set none", "GPU runtime and security",
         mutation=True),

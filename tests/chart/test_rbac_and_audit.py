@@ -16,6 +16,8 @@ LOOKUP_RESOURCES = {
     "namespaces": {("", "namespaces")},
     "configMaps": {("", "configmaps")},
     "secrets": {("", "secrets")},
+    "nodes": {("", "nodes")},
+    "resourceSlices": {("resource.k8s.io", "resourceslices")},
 }
 
 
@@ -40,6 +42,9 @@ def _grants(role: dict) -> dict[tuple[str, str], set[str]]:
     pytest.param(("namespaces",), id="namespaces"),
     pytest.param(("configMaps",), id="config-maps"),
     pytest.param(("secrets",), id="secrets"),
+    pytest.param(("nodes",), id="nodes"),
+    pytest.param(("resourceSlices",), id="resource-slices"),
+    pytest.param(("nodes", "resourceSlices"), id="capacity"),
     pytest.param(("resourceClaims", "deviceClasses", "configMaps"), id="claims-classes-config-maps"),
     pytest.param(tuple(LOOKUP_RESOURCES), id="all"),
 ])

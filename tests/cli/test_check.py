@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from tests.support import REAL_MANIFESTS, SEED
+from tests.support import DATA, REAL_MANIFESTS, SEED
 from webhook.cli.main import main
 
 FIELDS = {"kind", "namespace", "name", "source", "allowed", "violations", "patch"}
@@ -237,3 +237,47 @@ def test_other_kinds_of_alpha_dra_groups_are_not_legacy(capsys, tmp_path):
     assert code == 1
     assert [(r["kind"], r["namespace"], [v["rule"] for v in r["violations"]]) for r in results] == [
         ("ResourceClass", "", ["legacy-api"])]  # DeviceTaintRule is still served at v1alpha3: not ours
+
+
+SNAPSHOT = DATA / "inventory"  # a `kubectl get nodes,resourceslices -o yaml` stand-in (PROVENANCE.md there)
+_GPU_POD = """apiVersion: v1
+kind: Pod
+metadata: {{name: train, namespace: ai-workloads}}
+spec:
+  containers:
+    - name: trainer
+      image: registry.example.com/ml/app:1.0
+      resources: {{limits: {{nvidia.com/gpu: {n}}}}}
+"""
+
+
+def _snapshot_list() -> str:
+    """Nodes and ResourceSlices in one List, as `kubectl get nodes,resourceslices -o yaml` prints them."""
+    items = yaml.safe_load((SNAPSHOT / "nodes.yaml").read_text())["items"]
+    for name in ("nvidia-dra-h200.yaml", "nvidia-dra-h200-mig.yaml"):
+        items.append(yaml.safe_load((SNAPSHOT / name).read_text()))
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items})
+
+
+@pytest.mark.parametrize(("gpus", "warned"), [
+    pytest.param(8, False, id="fits-the-largest-node"),
+    pytest.param(12, True, id="above-the-largest-node"),
+])
+def test_check_against_a_cluster_snapshot(capsys, tmp_path, gpus, warned):
+    (tmp_path / "pod.yaml").write_text(_GPU_POD.format(n=gpus))
+    (tmp_path / "cluster.yaml").write_text(_snapshot_list())
+    code, out, err = run(capsys, "check", str(tmp_path / "pod.yaml"), str(tmp_path / "cluster.yaml"))
+    assert code == 0 and err == ""
+    assert f"- 6 nodes and 2 resourceslices ({tmp_path / 'cluster.yaml'}): the cluster capacity" in out
+    assert "skipped" not in out and "other kinds" not in out
+    assert ('is 8 (node "hybrid-dp-0")' in out) is warned
+    code, out, err = run(capsys, "check", "-o", "json", "--fail-on-warn", str(tmp_path / "pod.yaml"),
+                         str(tmp_path / "cluster.yaml"))
+    rules = [v["rule"] for r in json.loads(out) for v in r["violations"]]
+    assert (rules == ["unsatisfiable-request"]) is warned and code == (1 if warned else 0) and err == ""
+
+
+def test_check_without_a_snapshot_says_nothing_of_capacity(capsys, tmp_path):
+    (tmp_path / "pod.yaml").write_text(_GPU_POD.format(n=64))
+    code, out, _ = run(capsys, "check", "-o", "json", str(tmp_path / "pod.yaml"))
+    assert code == 0 and [v["rule"] for r in json.loads(out) for v in r["violations"]] == []

@@ -89,6 +89,8 @@ RESOURCES = (
     Res("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim"),
     Res("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate"),
     Res("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False),
+    Res("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False),
+    Res("", "v1", "nodes", "Node", namespaced=False),
     Res("wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport", builtin=False),
     Res("wgpolicyk8s.io", "v1alpha2", "clusterpolicyreports", "ClusterPolicyReport", namespaced=False, builtin=False),
     Res("openreports.io", "v1alpha1", "reports", "Report", builtin=False),

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.schemas import crd_errors, validate_junit, validate_sarif
+from tests.support import DATA
 from webhook.audit.listing import AUDITED, list_cluster
 from webhook.audit.progress import Progress
 from webhook.cli.main import main
@@ -474,3 +475,28 @@ def test_the_charts_cronjob_command_exits_0_once_reports_are_written(fake_api, k
     assert "policyreport.wgpolicyk8s.io/gpu-admission -n ai-workloads created" in out.splitlines()
     report = next(r for r in fake_api.objects("policyreports") if r["metadata"]["namespace"] == "ai-workloads")
     assert report["summary"]["fail"] == (1 if findings else 0), report["summary"]
+
+
+@pytest.mark.parametrize("lookups, gpus, found", [
+    pytest.param("", "16", [], id="node-lookups-off"),
+    pytest.param("lookups: {nodes: true}\n", "16", [("unsatisfiable-request", "warn")], id="above-the-largest-node"),
+    pytest.param("lookups: {nodes: true}\n", "8", [], id="fits-the-largest-node"),
+])
+def test_audit_compares_requests_with_the_clusters_nodes(cluster, audit, tmp_path, lookups, gpus, found):
+    for node in yaml.safe_load((DATA / "inventory" / "nodes.yaml").read_text())["items"]:
+        cluster.apply(node)
+    cluster.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "train", "namespace": "ml"},
+                   "spec": {"template": {"spec": {
+                       "nodeSelector": {"eks.amazonaws.com/compute-type": "hybrid",
+                                        "workload.example.com/gpu-allocation": "device-plugin"},
+                       "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                       "runtimeClassName": "nvidia",
+                       "containers": [{"name": "train", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
+                   }}}})
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(DEFAULT_PATH.read_text() + lookups)
+    rc, out, _ = audit("--config", str(policy), "-n", "ml", "-o", "json")
+    (result,) = json.loads(out)
+    assert [(v["rule"], v["action"]) for v in result["violations"]] == found
+    assert rc == 0
+    assert bool(cluster.calls_to("nodes")) is bool(lookups)

@@ -8,12 +8,15 @@ import time
 
 import pytest
 
+from tests.support import DATA, load_docs
 from webhook.config import default_policy
 from webhook.config.model import Lookups
 from webhook.lookups.base import NoLookups
 from webhook.lookups.cluster import ClusterResolver, build_resolver
 
 from .conftest import FAST, eventually, real_manifest, seed_text
+
+INVENTORY = DATA / "inventory"
 
 ALL_ON = Lookups(resource_claims=True, device_classes=True, namespaces=True, config_maps=True, secrets=True,
                  timeout_seconds=0.5)
@@ -291,3 +294,62 @@ def test_build_resolver_with_lookups_uses_the_kubeconfig(fake_api, kubeconfig):
         assert resolver.device_class("hybrid-large-gpu").found
     finally:
         resolver.close()
+
+
+# -- the capacity snapshot: Nodes and ResourceSlices (unsatisfiable-request)
+
+def _capacity(api) -> None:
+    for doc in load_docs(INVENTORY / "nodes.yaml")[0]["items"]:
+        api.apply(doc)
+    for name in ("nvidia-dra-h200.yaml", "nvidia-dra-h200-mig.yaml"):
+        for doc in load_docs(INVENTORY / name):
+            api.apply(doc)
+
+
+@pytest.mark.parametrize("lookups, nodes, devices", [
+    pytest.param(Lookups(nodes=True), 6, None, id="nodes-only"),
+    pytest.param(Lookups(resource_slices=True), None, 3, id="slices-only"),
+    pytest.param(Lookups(nodes=True, resource_slices=True), 6, 3, id="both"),
+])
+def test_the_capacity_snapshot_holds_what_is_on(fake_api, resolver, lookups, nodes, devices):
+    _capacity(fake_api)
+    r = resolver(lookups)
+    assert r.wait_synced(5)
+    snapshot = r.inventory()
+    assert (len(snapshot.nodes) if snapshot.nodes is not None else None) == nodes
+    assert (len(snapshot.devices) if snapshot.devices is not None else None) == devices
+    watched = {c.plural for c in fake_api.calls_to(verb="watch")} | {c.plural for c in fake_api.calls_to(verb="list")}
+    assert watched == {p for p, on in (("nodes", nodes), ("resourceslices", devices)) if on is not None}
+    before = len(fake_api.calls)
+    assert r.inventory() is snapshot and len(fake_api.calls) == before  # unchanged caches: the same snapshot
+
+
+def test_the_capacity_snapshot_is_unknown_while_off_or_unsynced(fake_api, resolver):
+    _capacity(fake_api)
+    assert resolver(Lookups(config_maps=True)).inventory() is None
+    assert NoLookups().inventory() is None
+    assert resolver(Lookups(nodes=True), start=False).inventory() is None  # not listed yet: nothing is known
+
+
+def test_nodes_are_kept_as_labels_taints_and_allocatable_only(fake_api, resolver):
+    _capacity(fake_api)
+    r = resolver(Lookups(nodes=True))
+    assert r.wait_synced(5)
+    kept = r._slots["nodes"].informer.get(("", "hybrid-dp-0"))
+    assert set(kept) == {"metadata", "spec", "status"}
+    assert set(kept["status"]) == {"allocatable"} and set(kept["metadata"]) == {"name", "labels"}
+    (node,) = [n for n in r.inventory().nodes if n.name == "hybrid-dp-0"]
+    assert node.allocatable == {"nvidia.com/gpu": 8.0}
+    assert [(t.key, t.effect) for t in node.taints] == [("nvidia.com/gpu", "NoSchedule")]
+
+
+def test_a_changed_node_rebuilds_the_snapshot(fake_api, resolver):
+    _capacity(fake_api)
+    r = resolver(Lookups(nodes=True))
+    assert r.wait_synced(5)
+    first = r.inventory()
+    grown = load_docs(INVENTORY / "nodes.yaml")[0]["items"][1]
+    grown["status"]["allocatable"]["nvidia.com/gpu"] = "12"
+    fake_api.apply(grown)
+    eventually(lambda: r.inventory() is not first)
+    assert {n.name: n.allocatable.get("nvidia.com/gpu") for n in r.inventory().nodes}["hybrid-dp-1"] == 12

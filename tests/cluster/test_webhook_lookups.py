@@ -148,3 +148,53 @@ def test_a_visible_devices_key_behind_envfrom_is_found(resolver, fake_api, sourc
     assert not outcome.allowed
     assert "[visible-devices-override]" in outcome.message and "CUDA_VISIBLE_DEVICES" in outcome.message
     assert "0,1,2,3" not in outcome.message  # names the variable, never its value
+
+
+CAPACITY = Lookups(resource_claims=True, device_classes=True, nodes=True, resource_slices=True, timeout_seconds=0.3)
+
+
+# As the validating webhook sees them: after the mutating webhook's default-placement (labels, toleration).
+_PLACED_DP = {"nodeSelector": {"eks.amazonaws.com/compute-type": "hybrid",
+                               "workload.example.com/gpu-allocation": "device-plugin"},
+              "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+_PLACED_DRA = {**_PLACED_DP, "nodeSelector": {"eks.amazonaws.com/compute-type": "hybrid",
+                                              "workload.example.com/gpu-allocation": "dra"}}
+
+
+def _gpu_pod(count: str) -> dict:
+    return pod("train", {**_PLACED_DP, "containers": [{"name": "trainer", "image": "registry.example.invalid/train",
+                                         "resources": {"limits": {"nvidia.com/gpu": count}}}]})
+
+
+def _llm() -> dict:
+    return pod("llm", {**_PLACED_DRA, "containers": [{"name": "server", "image": "registry.example.invalid/llm",
+                                       "resources": {"claims": [{"name": "gpu"}]}}],
+                       "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-large-gpu"}]})
+
+
+@pytest.mark.parametrize("obj, slices, warned", [
+    pytest.param(_gpu_pod("8"), ("nvidia-dra-h200.yaml",), None, id="device-plugin-fits"),
+    pytest.param(_gpu_pod("12"), ("nvidia-dra-h200.yaml",), 'is 8 (node "hybrid-dp-0")', id="device-plugin-too-many"),
+    pytest.param(_llm(), ("nvidia-dra-h200.yaml",), None, id="dra-large-gpu-published"),
+    pytest.param(_llm(), ("nvidia-dra-h200-mig.yaml",), "hybrid-dra-h200-mig/gpu-0-mig-3g71gb-0", id="dra-only-mig"),
+])
+def test_capacity_lookups_warn_of_a_request_that_never_fits(api_client, fake_api, obj, slices, warned):
+    from tests.support import DATA, load_docs
+    fake_api.load(seed_text("dra-manifests.yaml"))
+    for doc in load_docs(DATA / "inventory" / "nodes.yaml")[0]["items"]:
+        fake_api.apply(doc)
+    for name in slices:
+        for doc in load_docs(DATA / "inventory" / name):
+            fake_api.apply(doc)
+    r = ClusterResolver(CAPACITY, api_client, settings=FAST)
+    try:
+        assert r.wait_synced(5)
+        eventually(lambda: len({c.plural for c in fake_api.calls_to(verb="watch")}) == 5)
+        calls = len(fake_api.calls)
+        outcome = validate(review(obj), policy=dataclasses.replace(default_policy(), lookups=CAPACITY), resolver=r)
+        assert len(fake_api.calls) == calls  # decided from the caches alone
+    finally:
+        r.close()
+    assert outcome.allowed  # warn by default
+    said = [w for w in outcome.warnings if "[unsatisfiable-request]" in w]
+    assert (said == []) if warned is None else (len(said) == 1 and warned in said[0]), outcome.warnings

@@ -8,6 +8,7 @@ it). E2E_CLUSTER_DIR=DIR reuses a cluster that `python tests/e2e/cluster.py up D
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import ssl
@@ -331,7 +332,15 @@ def lookups(release, cluster):
     """Claim and DeviceClass lookups on: the chart grants its ServiceAccount get/list/watch on them, and the
     webhook watches the cluster with a TokenRequest token of that ServiceAccount, so the real authorizer
     checks the chart's RBAC."""
-    release.upgrade({"lookups": LOOKUPS})
+    with lookups_on(release, cluster, LOOKUPS):
+        yield release
+
+
+@contextlib.contextmanager
+def lookups_on(release, cluster, lookups: dict):
+    """The chart upgraded with `lookups`, and the webhook restarted watching with the chart's ServiceAccount
+    token; afterwards the values and the webhook as they were."""
+    release.upgrade({"lookups": lookups})
     token = cluster.kubectl.run("create", "token", RELEASE, "-n", NAMESPACE, "--duration=2h").stdout.strip()
     kubeconfig = release.webhook.workdir / "webhook.kubeconfig"
     kubeconfig.write_text(clusterlib.kubeconfig_text(cluster.server, cluster.root / "pki" / "ca.crt",

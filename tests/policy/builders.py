@@ -308,7 +308,7 @@ POLICIES = {
     "actions": _policy(rules={
         "shared-claim": "enforce", "run-as-root": "enforce", "runtime-class-conflict": "warn",
         "unresolved-claim": "enforce", "device-access-bypass": "audit", "visible-devices-override": "off",
-        "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit"}),
+        "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit", "unsatisfiable-request": "enforce"}),
     "variables": _policy(visibleDeviceVariables=["NVIDIA_VISIBLE_DEVICES"]),
     # a second DRA cohort (its own allocation label value): node selection can admit two cohorts,
     # neither a device plugin's

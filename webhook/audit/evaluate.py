@@ -19,6 +19,7 @@ from webhook.lookups.bundle import BundleResolver
 from webhook.lookups.cluster import ClusterResolver
 from webhook.lookups.informer import InformerSettings
 from webhook.lookups.resources import ApiResource
+from webhook.objects.inventory import Inventory
 from webhook.objects.lookup import Lookup, Resolver
 from webhook.policy.results import Evaluation
 
@@ -64,6 +65,9 @@ class ListedOrCluster:
 
     def secret_keys(self, namespace: str, name: str) -> Lookup:
         return self._cluster.secret_keys(namespace, name)
+
+    def inventory(self) -> Inventory | None:
+        return self._cluster.inventory()
 
 
 def cluster_lookups(policy: Policy, api_client: ApiClient, *, settings: InformerSettings = InformerSettings(),

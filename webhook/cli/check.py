@@ -21,6 +21,8 @@ from webhook.cli.report import result_dict, summary, text_block
 from webhook.cli.subjects import Subject, warned
 
 STDIN = "<stdin>"
+# Not checked, but read: the cluster's capacity that unsatisfiable-request compares requests with.
+CAPACITY_KINDS = ("Node", "ResourceSlice")
 
 
 def register(sub) -> None:
@@ -66,6 +68,14 @@ def subjects(results, inputs) -> list[Subject]:
     return out
 
 
+def capacity_line(docs) -> str:
+    """`6 nodes and 2 resourceslices (nodes.yaml, slices.yaml)`."""
+    counts = {kind: sum(1 for d in docs if d.obj.get("kind") == kind) for kind in CAPACITY_KINDS}
+    parts = [f"{n} {kind.lower()}{'s' if n != 1 else ''}" for kind, n in counts.items() if n]
+    files = ", ".join(dict.fromkeys(d.file for d in docs))
+    return f"{' and '.join(parts)} ({files})"
+
+
 def run(args) -> int:
     loaded = policy_and_inputs(args)
     if loaded is None:
@@ -73,9 +83,13 @@ def run(args) -> int:
     policy, inputs = loaded
     results = list(evaluate_inputs(inputs, policy, args.namespace))
     others = [d for d in inputs.documents if not handled(d)]
+    capacity = [d for d in others if d.obj.get("kind") in CAPACITY_KINDS]
+    others = [d for d in others if d.obj.get("kind") not in CAPACITY_KINDS]
     if args.output == "text":
         for doc, ev in results:
             print("\n".join(text_block(ev, doc.where)))
+        if capacity:
+            print(f"- {capacity_line(capacity)}: the cluster capacity that unsatisfiable-request compares with")
         for d in others:
             print(f"- {str(d.obj.get('kind')).lower()} ({d.where}): skipped, not a kind gpu-admission handles")
         print(summary([ev for _, ev in results], len(others), len(inputs.errors)))

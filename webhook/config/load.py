@@ -404,6 +404,8 @@ def _lookups(data: Any, errors: list[str]) -> Lookups:
         namespaces=f.get("namespaces", bool, False),
         config_maps=f.get("configMaps", bool, False),
         secrets=f.get("secrets", bool, False),
+        nodes=f.get("nodes", bool, False),
+        resource_slices=f.get("resourceSlices", bool, False),
         timeout_seconds=f.get("timeoutSeconds", float, 1.0,
                               lambda v: None if 0 < v <= 5 else "must be > 0 and <= 5 (the webhook's own timeout)"),
     )

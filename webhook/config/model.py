@@ -38,6 +38,8 @@ class DeviceClassInfo:
     extended_resource_name: str | None = None
     legacy_fields: tuple[str, ...] = ()  # e.g. ("suitableNodes",): fields no 1.34+ cluster accepts
     unknown: str | None = None  # why what the class selects cannot be told (its CEL selectors): unresolved
+    # the class object's CEL selector expressions; None when only the config names the class
+    selectors: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,10 +169,13 @@ class Lookups:
     config_maps: bool = False
     secrets: bool = False
     timeout_seconds: float = 1.0
+    nodes: bool = False  # labels, taints and allocatable of every Node (unsatisfiable-request)
+    resource_slices: bool = False  # the devices ResourceSlices publish (unsatisfiable-request)
 
     @property
     def any(self) -> bool:
-        return self.resource_claims or self.device_classes or self.namespaces or self.config_maps or self.secrets
+        return (self.resource_claims or self.device_classes or self.namespaces or self.config_maps or self.secrets
+                or self.nodes or self.resource_slices)
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,10 +66,13 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     listed = resolver.device_class_list() if extended_wanted else None
     if listed is not None and not listed.found:
         listed = None  # the config's classes are all there is
+    # The cluster's capacity matters only to a pod asking for extended resources or claims.
+    inventory = resolver.inventory() if (extended_wanted or claims) else None
     if not (claims or class_names or env_sources or listed or labels):
         # The request's user matters only to the policy's exceptions.
-        return base if not user or not policy.exceptions else \
-            Context(classes=base.classes, extended=base.extended, user=user)
+        if inventory is None and (not user or not policy.exceptions):
+            return base
+        return Context(classes=base.classes, extended=base.extended, user=user or base.user, inventory=inventory)
     misses: dict[str, str] = {}
     classes = classes_from_objects(policy, listed.value, misses) if listed else dict(base.classes)
     for name in sorted(class_names):
@@ -92,6 +95,7 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
         namespace_labels=labels,
         env_sources=MappingProxyType(env_sources),
         user=user or base.user,
+        inventory=inventory,
     )
 
 

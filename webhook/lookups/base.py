@@ -4,6 +4,7 @@ The contract they implement (`Lookup`, `Resolver`) is webhook.objects.lookup, be
 """
 from __future__ import annotations
 
+from webhook.objects.inventory import Inventory
 from webhook.objects.lookup import Lookup, Resolver
 
 __all__ = ["Lookup", "NoLookups", "Resolver"]
@@ -35,3 +36,6 @@ class NoLookups:
 
     def device_class_list(self) -> Lookup:
         return self._miss
+
+    def inventory(self) -> Inventory | None:
+        return None

@@ -4,7 +4,9 @@ asked of `fallback` (the cluster for `audit`, nothing for `check`)."""
 from __future__ import annotations
 
 from webhook.lookups.base import NoLookups
+from webhook.objects import inventory
 from webhook.objects.access import as_dict, as_str
+from webhook.objects.inventory import Inventory
 from webhook.objects.lookup import Lookup, Resolver
 
 
@@ -13,6 +15,9 @@ class BundleResolver:
         self._fallback = fallback or NoLookups("not among the given manifests")
         self._objects: dict[tuple[str, str, str], dict] = {}
         self._classes: list[dict] = []
+        self._nodes: list[dict] = []
+        self._slices: list[dict] = []
+        self._inventory: tuple[Inventory | None, Inventory | None] | None = None  # (fallback's, built)
         for doc in documents:
             if type(doc) is not dict:
                 continue
@@ -21,11 +26,15 @@ class BundleResolver:
             name = as_str(meta.get("name"))
             if not kind or not name:
                 continue
-            namespace = "" if kind in ("DeviceClass",
-                                       "Namespace") else (as_str(meta.get("namespace")) or default_namespace)
+            namespace = "" if kind in ("DeviceClass", "Namespace", "Node", "ResourceSlice") else (
+                as_str(meta.get("namespace")) or default_namespace)
             self._objects[(kind, namespace, name)] = doc
             if kind == "DeviceClass":
                 self._classes.append(doc)
+            elif kind == "Node":
+                self._nodes.append(doc)
+            elif kind == "ResourceSlice":
+                self._slices.append(doc)
 
     def _get(self, kind: str, namespace: str, name: str, ask) -> Lookup:
         doc = self._objects.get((kind, namespace, name))
@@ -46,6 +55,23 @@ class BundleResolver:
         listed = {as_str(as_dict(c.get("metadata")).get("name")): c for c in (found.value if found.found else ())}
         listed.update({as_str(as_dict(c.get("metadata")).get("name")): c for c in self._classes})
         return Lookup.hit(tuple(listed.values()))
+
+    def inventory(self) -> Inventory | None:
+        """The given Nodes and ResourceSlices (a `kubectl get nodes,resourceslices -o yaml` snapshot);
+        a kind the bundle lacks is the fallback's."""
+        fallback = self._fallback.inventory()
+        kept = self._inventory
+        if kept is not None and kept[0] is fallback:
+            return kept[1]
+        if not self._nodes and not self._slices:
+            built = fallback
+        else:
+            nodes = inventory.build(self._nodes, None).nodes if self._nodes else (fallback.nodes if fallback else None)
+            devices = inventory.build(None, self._slices).devices if self._slices else \
+                (fallback.devices if fallback else None)
+            built = Inventory(nodes, devices)
+        self._inventory = (fallback, built)
+        return built
 
     def namespace_labels(self, name: str) -> Lookup:
         doc = self._objects.get(("Namespace", "", name))

@@ -33,11 +33,15 @@ from webhook.lookups.resources import (
     CONFIG_MAPS,
     DEVICE_CLASSES,
     NAMESPACES,
+    NODES,
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     SECRETS,
     ApiResource,
 )
+from webhook.objects import inventory
+from webhook.objects.inventory import Inventory, node_summary
 from webhook.objects.lookup import Lookup, Resolver
 
 
@@ -55,6 +59,10 @@ def _config_map_keys(obj: dict) -> frozenset[str]:
 
 def _secret_keys(obj: dict) -> frozenset[str]:
     return frozenset(_mapping(obj.get("data")))  # stringData is write-only: the API never returns it
+
+
+def _slice_spec(obj: dict) -> dict:
+    return {"spec": _mapping(obj.get("spec"))}  # devices, driver, node: all the capacity snapshot reads
 
 
 def _mapping(value: Any) -> dict:
@@ -77,6 +85,8 @@ KINDS = {
         _Kind(NAMESPACES, "namespaces", _labels),
         _Kind(CONFIG_MAPS, "config_maps", _config_map_keys),
         _Kind(SECRETS, "secrets", _secret_keys),
+        _Kind(NODES, "nodes", node_summary),
+        _Kind(RESOURCE_SLICES, "resource_slices", _slice_spec),
     )
 }
 
@@ -139,6 +149,7 @@ class ClusterResolver:
                 self._off[plural] = Lookup.miss(f"lookups of {plural} are off")
         self._unreachable: tuple[float, str] | None = None  # (until, reason) after a transport failure
         self._class_list: tuple[int, Lookup] | None = None
+        self._inventory: tuple[tuple[int, int], Inventory | None] | None = None
         if start:
             self.start()
 
@@ -218,6 +229,23 @@ class ClusterResolver:
             item for page in apiserver.list_pages(self._api, DEVICE_CLASSES, limit=500, timeout=self._timeout)
             for item in page.get("items") or () if isinstance(item, dict)
         ))
+
+    def inventory(self) -> Inventory | None:
+        """The Nodes' and ResourceSlices' snapshot, rebuilt only when a cache changed (the informers'
+        generations); a kind that is off, or whose cache has not listed yet, is unknown (None in it)."""
+        node_slot, slice_slot = self._slots.get("nodes"), self._slots.get("resourceslices")
+        if node_slot is None and slice_slot is None:
+            return None
+        nodes = node_slot.informer if node_slot is not None and node_slot.informer.synced.is_set() else None
+        slices = slice_slot.informer if slice_slot is not None and slice_slot.informer.synced.is_set() else None
+        key = (nodes.generation if nodes else -1, slices.generation if slices else -1)
+        cached = self._inventory
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        built = None if nodes is None and slices is None else inventory.build(
+            nodes.values() if nodes else None, slices.values() if slices else None)
+        self._inventory = (key, built)
+        return built
 
     # -- internals ---------------------------------------------------------------------------------
 

@@ -46,6 +46,8 @@ DEVICE_CLASSES = ApiResource.of(BY_KIND["DeviceClass"])
 NAMESPACES = ApiResource("", "v1", "namespaces", "Namespace", namespaced=False)
 CONFIG_MAPS = ApiResource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 SECRETS = ApiResource("", "v1", "secrets", "Secret", namespaced=True)
+NODES = ApiResource("", "v1", "nodes", "Node", namespaced=False)
+RESOURCE_SLICES = ApiResource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False)
 
 POLICY_REPORTS = ApiResource("wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport", namespaced=True)
 CLUSTER_POLICY_REPORTS = ApiResource(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.objects.access import as_dict, as_list, as_str, integer
+from webhook.objects.selectors import selector_texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,7 @@ class DeviceRequest:
     admin_access: bool
     has_shape: bool  # v1/v1beta2: has exactly or firstAvailable; always True for the beta1 shape
     alternatives: tuple[DeviceRequest, ...] = ()
+    selectors: tuple[str, ...] = ()  # the request's own CEL selector expressions
 
     def leaves(self) -> tuple[DeviceRequest, ...]:
         """The device requests that can be allocated: the request itself, or each firstAvailable entry."""
@@ -65,6 +67,7 @@ def _request(raw: Mapping[str, Any], path: str, beta1: bool, subrequest: bool = 
         admin_access=body.get("adminAccess") is True,
         has_shape=beta1 or type(exactly) is dict or bool(first),
         alternatives=alternatives,
+        selectors=selector_texts({"spec": body}),
     )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from webhook.objects.inventory import Inventory
+
 
 @dataclass(frozen=True, slots=True)
 class Lookup:
@@ -39,3 +41,6 @@ class Resolver(Protocol):
     def secret_keys(self, namespace: str, name: str) -> Lookup: ...
 
     def device_class_list(self) -> Lookup: ...  # value: tuple of every DeviceClass dict (for extendedResourceName)
+
+    # The Nodes' and ResourceSlices' snapshot (unsatisfiable-request); None when neither is known.
+    def inventory(self) -> Inventory | None: ...

@@ -8,7 +8,7 @@ GPU depends on something no probe shows, reads as unknown: never as "GPU" nor as
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -195,6 +195,24 @@ def _minimal(driver: str, device_type: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- evaluation
 
+def selector_texts(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The CEL expressions of a DeviceClass (`spec.selectors`) or of a device request's `selectors`
+    (pass the request, or its `exactly`, as {"spec": ...})."""
+    return tuple(e for e in (as_str(as_dict(as_dict(s).get("cel")).get("expression"))
+                             for s in as_list(as_dict(obj.get("spec")).get("selectors"))) if e is not None)
+
+
+def evaluate(program: Any, device: Mapping[str, Any]) -> bool | str:
+    """A compiled selector on one device: its verdict, or the runtime's error (the scheduler counts a
+    device whose selector errs as not matching it)."""
+    value = program.eval(data={"device": device})
+    if value.type() == cel.Type.BOOL:
+        return value.value() is True
+    if value.type() == cel.Type.ERROR:
+        return _first_line(value.value())
+    return f"a selector gives a {value.type().name()}, not a bool"
+
+
 class ClassSelectors:
     """Evaluates DeviceClass selectors for one policy (its GPU drivers), caching each verdict by the
     selectors' text: the same class content always gets the same verdict."""
@@ -203,6 +221,7 @@ class ClassSelectors:
         self.gpu_drivers = tuple(sorted(gpu_drivers))
         self._env: Any = None
         self._cache: dict[tuple[str, ...], Selection] = {}
+        self._programs: dict[str, Any] = {}
         groups: list[tuple[str, str, bool, list[dict[str, Any]]]] = []  # driver, type, is a GPU, probes (minimal first)
         for driver in self.gpu_drivers:
             by_type: dict[str, list[dict[str, Any]]] = {}
@@ -219,9 +238,23 @@ class ClassSelectors:
                                    functions=_functions())
         return self._env
 
+    def program(self, text: str) -> Any:
+        """One selector compiled once (None when it does not compile: the apiserver refuses it)."""
+        try:
+            return self._programs[text]
+        except KeyError:
+            pass
+        try:
+            program = self._environment().compile(text)
+        except Exception:  # the runtime's parse and check errors
+            program = None
+        if len(self._programs) >= _CACHE_LIMIT:
+            self._programs.clear()
+        self._programs[text] = program
+        return program
+
     def selection(self, obj: dict[str, Any]) -> Selection:
-        expressions = tuple(e for e in (as_str(as_dict(as_dict(s).get("cel")).get("expression"))
-                                        for s in as_list(as_dict(obj.get("spec")).get("selectors"))) if e is not None)
+        expressions = selector_texts(obj)
         found = self._cache.get(expressions)
         if found is None:
             if len(self._cache) >= _CACHE_LIMIT:

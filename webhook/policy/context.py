@@ -9,8 +9,10 @@ from typing import Any
 
 from webhook.config.model import DeviceClassInfo, Policy
 from webhook.objects.access import as_dict, as_str
+from webhook.objects.inventory import Inventory
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
 from webhook.objects.lookup import Lookup
+from webhook.objects.selectors import selector_texts
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
@@ -27,6 +29,8 @@ class Context:
     # ("ConfigMap" | "Secret", name) -> frozenset of key names, or why not
     env_sources: Mapping[tuple[str, str], Lookup] = field(default_factory=lambda: _EMPTY)
     user: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)  # the request's userInfo
+    # the cluster's Nodes and ResourceSlice devices (unsatisfiable-request); None when those lookups are off
+    inventory: Inventory | None = None
 
     def device_class(self, name: str | None) -> DeviceClassInfo | None:
         return self.classes.get(name) if name else None
@@ -53,6 +57,7 @@ def device_class_info(obj: Mapping[str, Any], policy: Policy, known: DeviceClass
         extended_resource_name=as_str(spec.get("extendedResourceName")),
         legacy_fields=tuple(legacy),
         unknown=selection.unknown,
+        selectors=selector_texts(obj),
     )
 
 

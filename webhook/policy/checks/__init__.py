@@ -14,6 +14,7 @@ from webhook.policy.checks import (
     shared_request_count,
     sharing_not_enabled,
     unresolved_claim,
+    unsatisfiable_request,
     visible_devices_override,
 )
 from webhook.policy.contract import CLAIMS, DRA_OBJECTS, POD_SPECS, Check
@@ -32,6 +33,7 @@ REGISTRY: tuple[Check, ...] = (
     Check(run_as_root, POD_SPECS),
     Check(legacy_api, POD_SPECS),
     Check(unresolved_claim, POD_SPECS),
+    Check(unsatisfiable_request, POD_SPECS),
     # DRA objects on their own: the object's API first, then its requests
     Check(legacy_api, DRA_OBJECTS),
     Check(claim_shape, CLAIMS),

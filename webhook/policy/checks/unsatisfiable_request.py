@@ -1,0 +1,228 @@
+"""unsatisfiable-request: a GPU request that no node or device of the pod's cohort can ever satisfy, even
+empty. Reads the cluster's capacity snapshot (Nodes and ResourceSlices, `Context.inventory`) and says
+nothing when those lookups are off; no allocation bookkeeping ("could it ever fit", not "is there room")."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
+from webhook.objects.claims import DeviceRequest
+from webhook.objects.inventory import Admitted, Inventory, NodeInfo
+from webhook.policy import capacity
+from webhook.policy.context import Context
+from webhook.policy.gpu import ClaimUse, GpuFacts, ResourceUse
+from webhook.policy.results import Finding
+from webhook.rules import Rule
+
+RULE = Rule.UNSATISFIABLE_REQUEST
+
+
+def _amount(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+def _nodes_phrase(nodes: Sequence[NodeInfo], cohort: Cohort) -> str:
+    count = "the one node" if len(nodes) == 1 else f"the {len(nodes)} nodes"
+    return f"{count} of cohort \"{cohort.name}\" that the pod's node selection and tolerations admit"
+
+
+def effective(uses: tuple[ResourceUse, ...]) -> dict[str, float]:
+    """The pod's request per resource as the scheduler computes it (resourcehelper.PodRequests): the sum
+    of the regular containers and of the sidecars (restartable init containers), or, when larger, an init
+    container's request plus the sidecars started before it. Ephemeral containers request nothing."""
+    regular: dict[str, float] = {}
+    sidecars: dict[str, float] = {}
+    init_peak: dict[str, float] = {}
+    inits = sorted((u for u in uses if u.container.section == "initContainers"), key=lambda u: u.container.position)
+    for u in uses:
+        if u.container.section == "containers":
+            regular[u.resource] = regular.get(u.resource, 0.0) + u.amount
+    by_init: dict[int, list[ResourceUse]] = {}
+    for u in inits:
+        by_init.setdefault(u.container.position, []).append(u)
+    for position in sorted(by_init):
+        group = by_init[position]
+        sidecar = group[0].container.raw.get("restartPolicy") == "Always"
+        for u in group:
+            if sidecar:
+                sidecars[u.resource] = sidecars.get(u.resource, 0.0) + u.amount
+                init_peak[u.resource] = max(init_peak.get(u.resource, 0.0), sidecars[u.resource])
+            else:
+                init_peak[u.resource] = max(init_peak.get(u.resource, 0.0),
+                                            u.amount + sidecars.get(u.resource, 0.0))
+    names = set(regular) | set(sidecars) | set(init_peak)
+    return {r: max(regular.get(r, 0.0) + sidecars.get(r, 0.0), init_peak.get(r, 0.0)) for r in names}
+
+
+def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> list[Finding]:
+    offered = cohort.offered_resources()
+    uses = tuple(u for u in facts.device_plugin + facts.other_nvidia if u.resource in offered)
+    if not uses:
+        return []  # what the cohort does not offer at all is resource-not-offered's finding
+    admitted = capacity.pod_nodes(inventory, cohort, facts.view.spec)
+    nodes = admitted.nodes or ()
+    out = []
+    said: set[str] = set()
+    where, total = "", 0
+    for use in uses:
+        if use.container.section == "ephemeralContainers":
+            continue
+        most, node = capacity.largest(admitted, use.resource)
+        if use.amount <= most:
+            continue
+        if not said:
+            where, total = _nodes_phrase(nodes, cohort), len(capacity.cohort_nodes(inventory, cohort))
+        said.add(use.resource)
+        out.append(Finding(
+            path=use.path,
+            what=f"{use.container.label} requests {_amount(use.amount)} {use.resource} ({use.path}) "
+                 f'on cohort "{cohort.name}"',
+            why=_largest_why(use.resource, most, node, nodes, where, cohort, total),
+            fix=_fix(use.resource, most, nodes, total)))
+    if len(uses) == 1 and uses[0].container.section == "containers":
+        return out  # one container's request is the pod's: said above if it does not fit
+    pod_path = f"{facts.view.prefix}.containers"
+    wanted = effective(uses)
+    for resource in sorted(wanted):
+        most, node = capacity.largest(admitted, resource)
+        if resource in said or wanted[resource] <= most:
+            continue
+        if not where:
+            where, total = _nodes_phrase(nodes, cohort), len(capacity.cohort_nodes(inventory, cohort))
+        said.add(resource)
+        out.append(Finding(
+            path=pod_path,
+            what=f"the pod requests {_amount(wanted[resource])} {resource} in all ({pod_path}, init containers and "
+                 f'sidecars counted as the scheduler counts them) on cohort "{cohort.name}"',
+            why=_largest_why(resource, most, node, nodes, where, cohort, total),
+            fix=_fix(resource, most, nodes, total)))
+    if not said and len(wanted) > 1 and nodes and not capacity.one_node_has_all(admitted, wanted):
+        where = _nodes_phrase(nodes, cohort)
+        listed = ", ".join(f"{_amount(wanted[r])} {r}" for r in sorted(wanted))
+        out.append(Finding(
+            path=pod_path,
+            what=f'the pod requests {listed} together ({pod_path}) on cohort "{cohort.name}"',
+            why=f"no single node among {where} has all of them allocatable, so the pod never schedules",
+            fix="split the resources across pods, or give one node pool all of them"))
+    return out
+
+
+def _largest_why(resource: str, most: float, node: NodeInfo | None, nodes: Sequence[NodeInfo],
+                 where: str, cohort: Cohort, total: int) -> str:
+    if not total:
+        return f'the cluster has no node of cohort "{cohort.name}" (none carries its node labels), ' \
+               "so the pod never schedules"
+    if not nodes:
+        return (f"none of the {total} node{'s' if total != 1 else ''} of cohort \"{cohort.name}\" admits the pod "
+                "(its node selection, and its tolerations against their taints), so the pod never schedules")
+    if node is None:
+        return f"none of {where} has {resource} allocatable, so the pod never schedules"
+    return (f'the largest allocatable {resource} among {where} is {_amount(most)} (node "{node.name}"), '
+            "so the pod never schedules, even on an empty node")
+
+
+def _fix(resource: str, most: float, nodes: Sequence[NodeInfo], total: int) -> str:
+    if total and not nodes:
+        return "tolerate the cohort's taints and select its nodes (default-placement adds both when the pod " \
+               "selects none itself), or target another cohort"
+    if most <= 0:
+        return "target a cohort whose nodes advertise it, or have the cluster owner add such nodes"
+    return f"request at most {_amount(most)} {resource} per pod (split the work across pods), or add larger nodes"
+
+
+def _leaf_problem(leaf: DeviceRequest, inventory: Inventory, admitted: Admitted,
+                  context: Context, policy: Policy) -> str | None:
+    """Why the leaf cannot be allocated on any one node; None when it can, or when that cannot be told."""
+    info = context.device_class(leaf.device_class)
+    if info is None or info.selectors is None:
+        return None  # a class known only by name: what it selects cannot be evaluated
+    need = 1 if leaf.allocation_mode == "All" else leaf.count
+    if need <= 0:
+        return None
+    expressions = info.selectors + leaf.selectors
+    found = capacity.fit(inventory, admitted, expressions, policy.class_selectors)
+    if found is None:
+        return None  # a selector that does not compile: the apiserver refuses the object
+    count, node = found.count, found.node
+    if count >= need:
+        return None
+    if count:
+        return (f"at most {count} matching device{'s' if count != 1 else ''} can be used from one node"
+                f"{f' ({node})' if node else ''}, and it asks for {need}")
+    near = found.closest
+    if near is None:
+        return "no ResourceSlice publishes a device on the nodes the pod may use"
+    device, v = near
+    described = device.describe()
+    label = f"{device.label}{f' ({described})' if described else ''}"
+    n_class = len(info.selectors)
+    if v.passed < n_class:
+        which = f'the DeviceClass\'s selector {v.passed + 1} ({info.selectors[v.passed]})'
+    else:
+        which = f"the request's selector {v.passed - n_class + 1} ({leaf.selectors[v.passed - n_class]})"
+    outcome = "is false for it" if v.reason == "false" else f"fails on it: {v.reason}"
+    return f"no published device matches; the closest one tried, {label}, passes {v.passed} of " \
+           f"{len(expressions)} selectors: {which} {outcome}"
+
+
+def _request_problem(request: DeviceRequest, inventory: Inventory, admitted: Admitted,
+                     context: Context, policy: Policy) -> tuple[DeviceRequest, str] | None:
+    """The first alternative and why, when no alternative of the request fits (firstAvailable: any one)."""
+    first: tuple[DeviceRequest, str] | None = None
+    for leaf in request.leaves():
+        problem = _leaf_problem(leaf, inventory, admitted, context, policy)
+        if problem is None:
+            return None
+        if first is None:
+            first = (leaf, problem)
+    return first
+
+
+def _dra(facts: GpuFacts, inventory: Inventory, cohort: Cohort, context: Context, policy: Policy) -> list[Finding]:
+    admitted = capacity.pod_nodes(inventory, cohort, facts.view.spec)
+    out = []
+    for claim in facts.gpu_claims:
+        out.extend(_claim(claim, inventory, admitted, cohort, context, policy))
+    return out
+
+
+def _claim(claim: ClaimUse, inventory: Inventory, admitted: Admitted, cohort: Cohort,
+           context: Context, policy: Policy) -> list[Finding]:
+    if claim.spec is None:
+        return []
+    gpu = {leaf.path for leaf in claim.gpu_requests}
+    word = "template" if claim.ref_kind == "ResourceClaimTemplate" else "ResourceClaim"
+    out = []
+    for request in claim.spec.requests:
+        if not any(leaf.path in gpu for leaf in request.leaves()):
+            continue
+        found = _request_problem(request, inventory, admitted, context, policy)
+        if found is None:
+            continue
+        leaf, problem = found
+        many = len(request.alternatives)
+        amount = "all matching devices" if leaf.allocation_mode == "All" else \
+            f"{leaf.count} device{'s' if leaf.count != 1 else ''}"
+        alternatives = f' in its first firstAvailable alternative "{leaf.name}" (none of the {many} fits)' \
+            if many else ""
+        out.append(Finding(
+            path=claim.path,
+            what=f'claim "{claim.name}" ({claim.path}) uses {word} "{claim.ref_name}", whose request '
+                 f'"{request.name}" ({request.path}) asks for {amount} of DeviceClass '
+                 f'"{leaf.device_class}"{alternatives} on cohort "{cohort.name}"',
+            why=f"{problem}, so the pod never schedules, even on an empty node",
+            fix="ask for devices the cohort's ResourceSlices publish (loosen the selectors or lower the count), "
+                "or have the cluster owner add such devices"))
+    return out
+
+
+def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
+    inventory = context.inventory
+    cohort = facts.choice.cohort
+    if inventory is None or cohort is None:
+        return []
+    if cohort.mechanism == DEVICE_PLUGIN and inventory.nodes is not None:
+        return _device_plugin(facts, inventory, cohort)
+    if cohort.mechanism == DRA and inventory.devices is not None and facts.gpu_claims:
+        return _dra(facts, inventory, cohort, context, policy)
+    return []

@@ -116,7 +116,8 @@ def make_capacity_scenarios() -> dict:
                         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-large-gpu"}]}}
     documents = [d for d in yaml.safe_load_all(SEED_DRA.read_text()) if d]
     documents += yaml.safe_load((INVENTORY / "nodes.yaml").read_text())["items"]
-    documents += [yaml.safe_load((INVENTORY / f).read_text()) for f in ("nvidia-dra-h200.yaml", "nvidia-dra-h200-mig.yaml")]
+    documents += [yaml.safe_load((INVENTORY / f).read_text())
+                  for f in ("nvidia-dra-h200.yaml", "nvidia-dra-h200-mig.yaml")]
     claims = Lookups(resource_claims=True, device_classes=True)
     both = dataclasses.replace(claims, nodes=True, resource_slices=True)
     policy = default_policy()

@@ -491,7 +491,8 @@ def test_audit_compares_requests_with_the_clusters_nodes(cluster, audit, tmp_pat
                                         "workload.example.com/gpu-allocation": "device-plugin"},
                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                        "runtimeClassName": "nvidia",
-                       "containers": [{"name": "train", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
+                       "containers": [{"name": "train", "image": "x",
+                                       "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
                    }}}})
     policy = tmp_path / "policy.yaml"
     policy.write_text(DEFAULT_PATH.read_text() + lookups)

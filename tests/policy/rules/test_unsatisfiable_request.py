@@ -124,7 +124,8 @@ def _shared(*names):
 
 
 case("unsatisfiable-request-more-replicas-than-a-node-advertises",
-     workload("Deployment", "notebooks", _shared("a", "b", "c")), ("unsatisfiable-request", "spec.template.spec.containers"),
+     workload("Deployment", "notebooks", _shared("a", "b", "c")),
+     ("unsatisfiable-request", "spec.template.spec.containers"),
      docs=_SHARED_NODE, policy="time-slicing")
 case("unsatisfiable-request-replicas-a-node-advertises-pass",
      workload("Deployment", "notebooks", _shared("a", "b")), docs=_SHARED_NODE, policy="time-slicing")

@@ -353,3 +353,17 @@ def test_a_changed_node_rebuilds_the_snapshot(fake_api, resolver):
     fake_api.apply(grown)
     eventually(lambda: r.inventory() is not first)
     assert {n.name: n.allocatable.get("nvidia.com/gpu") for n in r.inventory().nodes}["hybrid-dp-1"] == 12
+
+
+def test_a_node_status_write_that_keeps_labels_taints_and_allocatable_keeps_the_snapshot(fake_api, resolver):
+    _capacity(fake_api)
+    r = resolver(Lookups(nodes=True))
+    assert r.wait_synced(5)
+    first = r.inventory()
+    informer = r._slots["nodes"].informer
+    version = informer.resource_version
+    heartbeat = load_docs(INVENTORY / "nodes.yaml")[0]["items"][1]
+    heartbeat["status"]["conditions"] = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
+    fake_api.apply(heartbeat)
+    eventually(lambda: informer.resource_version != version)  # the watch delivered the write
+    assert r.inventory() is first

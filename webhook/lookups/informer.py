@@ -168,14 +168,19 @@ class Informer:
         if not isinstance(obj, dict):
             return
         kind = event.get("type")
+        changed = False
         if kind in ("ADDED", "MODIFIED"):
-            self._store[object_key(obj)] = self._transform(obj)
+            key, kept = object_key(obj), self._transform(obj)
+            # A Node's status is written every few minutes (conditions, images) while the parts kept of it
+            # stay the same: only a change of what is kept makes derived views rebuild.
+            changed = self._store.get(key) != kept
+            self._store[key] = kept
         elif kind == "DELETED":
-            self._store.pop(object_key(obj), None)
+            changed = self._store.pop(object_key(obj), None) is not None
         elif kind != "BOOKMARK":
             return
         version = (obj.get("metadata") or {}).get("resourceVersion")
         if version:
             self.resource_version = version
-        if kind != "BOOKMARK":
+        if changed:
             self.generation += 1

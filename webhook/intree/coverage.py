@@ -1,0 +1,58 @@
+"""Which objects the in-tree policies decide for a rule: the same predicate in Python (the engine skips the
+rule there, webhook/policy/engine.py) and in CEL (the policy's matchConditions). Outside it, a rule's verdict
+needs what CEL cannot do (a lookup, a path as the host resolves it, the pod's GPU allocation), and the
+webhook keeps the rule."""
+from __future__ import annotations
+
+import re
+
+from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.podspec import PodView
+from webhook.rules import Rule
+
+HIDDEN = "void"  # hide-gpus's value: an override or not depending on the container's GPUs
+DEVICE_LIST_MARK = "nvidia-container-devices"
+# A host path the kernel resolves to itself: absolute, no `.`/`..`/empty parts, no link (/var/run, /proc/<pid>/root).
+PLAIN_PATH = r"^(/[A-Za-z0-9_.@+:,=~-]+)+$"
+_PLAIN = re.compile(PLAIN_PATH)
+DOTS = r"(^|/)\.\.?(/|$)"
+_DOTS = re.compile(DOTS)
+
+
+def plain_path(path: str) -> bool:
+    return bool(_PLAIN.fullmatch(path)) and not _DOTS.search(path) and not (
+        path in ("/var/run", "/proc") or path.startswith(("/var/run/", "/proc/")))
+
+
+def _visible_devices(view: PodView) -> bool:
+    for c in view.containers:
+        if c.env_from:
+            return False
+        for env in c.env:
+            if type(env) is dict and env.get("name") == "NVIDIA_VISIBLE_DEVICES" and env.get("value") == HIDDEN:
+                return False
+    return True
+
+
+def _device_access(view: PodView) -> bool:
+    for c in view.containers:
+        if c.security.get("privileged") is True:
+            return False
+        for mount in c.mounts:
+            mp = mount.get("mountPath") if type(mount) is dict else None
+            if type(mp) is str and DEVICE_LIST_MARK in mp:
+                return False
+    for vol in as_list(view.spec.get("volumes")):
+        if type(vol) is dict and "hostPath" in vol:
+            path = as_str(as_dict(vol["hostPath"]).get("path"))
+            if path is None or not plain_path(path):
+                return False
+    return True
+
+
+COVERED = {Rule.VISIBLE_DEVICES_OVERRIDE: _visible_devices, Rule.DEVICE_ACCESS_BYPASS: _device_access}
+
+
+def covered(rules: frozenset[Rule], view: PodView) -> frozenset[Rule]:
+    """Those of `rules` whose in-tree policy decides for this pod-bearing object."""
+    return frozenset(r for r in rules if COVERED[r](view))

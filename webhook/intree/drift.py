@@ -28,7 +28,7 @@ def _differences(want: Any, have: Any, path: str) -> list[str]:
     return [] if want == have else [f"{path}: differs"]
 
 
-def drift(exported: list[dict], live: list[dict]) -> list[str]:
+def drift(exported: list[dict[str, Any]], live: list[dict[str, Any]]) -> list[str]:
     """One line per drifted object: missing from the cluster, different there, or left over (labelled as
     ours but no longer exported)."""
     have = {(o["kind"], o["metadata"]["name"]): o for o in live}

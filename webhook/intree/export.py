@@ -3,6 +3,7 @@ ValidatingAdmissionPolicy, and one binding per action the rule has across namesp
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from webhook.config.model import Exception_, Policy
 from webhook.intree.cel import fnmatch_regex, lit, strings
@@ -98,8 +99,8 @@ def exported_rules(policy: Policy) -> frozenset[Rule]:
                      and (r is not Rule.VISIBLE_DEVICES_OVERRIDE or policy.visible_device_variables))
 
 
-def export(policy: Policy) -> list[dict]:
-    out: list[dict] = []
+def export(policy: Policy) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     excluded = sorted(policy.exempt_namespaces | {policy.service_namespace})
     for rule in EXPORTED:
         if rule not in exported_rules(policy):

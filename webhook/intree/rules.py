@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from webhook.config.model import Policy
 from webhook.intree.cel import any_of, lit, strings
@@ -57,7 +58,7 @@ def coverage(rule: Rule, shape: Shape) -> str:
     raise KeyError(rule)
 
 
-def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict], list[Validation]]:
+def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
     """The rule's variables (beyond `spec` and `subject`) and validations. Variables are evaluated only when
     read: the positions the messages name cost nothing for an object that passes."""
     s = "variables.spec"

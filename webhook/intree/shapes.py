@@ -3,6 +3,7 @@ ValidatingAdmissionPolicy per shape, so that every expression type-checks agains
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from webhook.objects.kinds import POD_BEARING, KindInfo
 
@@ -16,7 +17,7 @@ class Shape:
     prefix: str  # field paths of messages, as the engine writes them
 
     @property
-    def rules(self) -> list[dict]:
+    def rules(self) -> list[dict[str, Any]]:
         by_group: dict[str, list[str]] = {}
         for k in self.kinds:
             by_group.setdefault(k.group, []).append(k.resource)

@@ -106,7 +106,8 @@ def export(policy: Policy) -> list[dict[str, Any]]:
         if rule not in exported_rules(policy):
             continue
         rule_scopes = scopes(policy, rule)
-        overridden = sorted({n for sc in rule_scopes if sc.namespaces for n in sc.namespaces})
+        # every overridden namespace has its own binding, or none where the rule is off there
+        overridden = sorted(policy.overridden_namespaces)
         for shape in SHAPES:
             name = policy_name(rule, shape)
             labels = {**MANAGED_BY, RULE_LABEL: rule.value}

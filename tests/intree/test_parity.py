@@ -50,15 +50,17 @@ def test_in_tree_verdicts_equal_the_engines(case):
             {**o, "spec": {**o["spec"], "matchConditions": []}}, seen, request)]
         cel_covered = matched({**vap, "spec": {**vap["spec"], "matchConditions": vap["spec"]["matchConditions"][:1]}},
                               seen, request)
-        is_covered = rule in covered(frozenset({rule}), view)
+        is_covered = rule in covered(frozenset({rule}), view, policy)
         assert cel_covered == is_covered
         engine = [v for v in ev.violations if v.rule is rule]
         decisions = admit(mine, seen, request)
         if not is_covered:
             SEEN["uncovered"] += 1
+            SEEN[(rule.value, "uncovered")] += 1
             assert [v for v in skipped.violations if v.rule is rule] == engine
             continue
         SEEN["covered-" + ("failing" if engine else "passing")] += 1
+        SEEN[(rule.value, "failing" if engine else "passing")] += 1
         assert bool(decisions) == bool(engine), (decisions, engine)
         if engine:
             table = DRY_RUN if ev.dry_run else ACTIONS
@@ -78,6 +80,8 @@ def test_the_tables_reach_every_side_of_the_coverage():
     """Run after the table above (same module, pytest's order): failing and passing rows inside the coverage,
     and rows outside it, for the parity above to mean something."""
     assert SEEN["covered-failing"] >= 10 and SEEN["covered-passing"] >= 50 and SEEN["uncovered"] >= 10, SEEN
+    for rule in ("visible-devices-override", "device-access-bypass", "run-as-root"):
+        assert SEEN[(rule, "failing")] >= 2 and SEEN[(rule, "passing")] >= 10 and SEEN[(rule, "uncovered")] >= 2, SEEN
 
 
 def test_action_mapping():

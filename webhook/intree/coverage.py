@@ -5,9 +5,13 @@ webhook keeps the rule."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 
+from webhook.config.model import Cohort, Policy
 from webhook.objects.access import as_dict, as_list, as_str
-from webhook.objects.podspec import PodView
+from webhook.objects.kinds import BY_KIND
+from webhook.objects.podspec import PodView, view_of
+from webhook.policy.cohorts import from_selectors
 from webhook.rules import Rule
 
 HIDDEN = "void"  # hide-gpus's value: an override or not depending on the container's GPUs
@@ -24,7 +28,7 @@ def plain_path(path: str) -> bool:
         path in ("/var/run", "/proc") or path.startswith(("/var/run/", "/proc/")))
 
 
-def _visible_devices(view: PodView) -> bool:
+def _visible_devices(view: PodView, policy: Policy) -> bool:
     for c in view.containers:
         if c.env_from:
             return False
@@ -34,7 +38,7 @@ def _visible_devices(view: PodView) -> bool:
     return True
 
 
-def _device_access(view: PodView) -> bool:
+def _device_access(view: PodView, policy: Policy) -> bool:
     for c in view.containers:
         if c.security.get("privileged") is True:
             return False
@@ -50,9 +54,48 @@ def _device_access(view: PodView) -> bool:
     return True
 
 
-COVERED = {Rule.VISIBLE_DEVICES_OVERRIDE: _visible_devices, Rule.DEVICE_ACCESS_BYPASS: _device_access}
+def _pinnable(policy: Policy) -> tuple[Cohort, ...]:
+    """The cohorts a nodeSelector of exactly their node labels binds a pod to (cohort resolution, DESIGN.md
+    section 4): their labels tell them apart from every other cohort."""
+    out = []
+    for c in policy.cohorts:
+        probe = {"kind": "Pod", "metadata": {}, "spec": {"nodeSelector": dict(c.node_labels), "containers": []}}
+        if c.node_labels and from_selectors(view_of(probe, BY_KIND["Pod"], ""), policy).cohort is c:
+            out.append(c)
+    return tuple(out)
 
 
-def covered(rules: frozenset[Rule], view: PodView) -> frozenset[Rule]:
+def pinnable(policy: Policy) -> tuple[Cohort, ...]:
+    return policy.derived(_pinnable)
+
+
+def pinned(view: PodView, policy: Policy) -> Cohort | None:
+    """The cohort the pod's nodeSelector binds it to when it holds exactly one pinnable cohort's node labels,
+    no other label a cohort declares, and no required node affinity: there the cohort is the selector's
+    alone (no namespace default, no inference from claims)."""
+    spec = view.spec
+    affinity = as_dict(as_dict(spec.get("affinity")).get("nodeAffinity"))
+    if "requiredDuringSchedulingIgnoredDuringExecution" in affinity:
+        return None
+    selector = as_dict(spec.get("nodeSelector"))
+    if not selector:
+        return None
+    for c in pinnable(policy):
+        if all(selector.get(k) == v for k, v in c.node_labels.items()) and all(
+                k in c.node_labels or k not in policy.label_cohorts for k in selector):
+            return c
+    return None
+
+
+def _run_as_root(view: PodView, policy: Policy) -> bool:
+    return pinned(view, policy) is not None
+
+
+COVERED: Mapping[Rule, Callable[[PodView, Policy], bool]] = {
+    Rule.VISIBLE_DEVICES_OVERRIDE: _visible_devices, Rule.DEVICE_ACCESS_BYPASS: _device_access,
+    Rule.RUN_AS_ROOT: _run_as_root}
+
+
+def covered(rules: frozenset[Rule], view: PodView, policy: Policy) -> frozenset[Rule]:
     """Those of `rules` whose in-tree policy decides for this pod-bearing object."""
-    return frozenset(r for r in rules if COVERED[r](view))
+    return frozenset(r for r in rules if COVERED[r](view, policy))

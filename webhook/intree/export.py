@@ -7,6 +7,7 @@ from typing import Any
 
 from webhook.config.model import Exception_, Policy
 from webhook.intree.cel import fnmatch_regex, lit, strings
+from webhook.intree.coverage import pinnable
 from webhook.intree.rules import EXPORTED, coverage, validations
 from webhook.intree.shapes import SHAPES, Shape
 from webhook.rules import Action, Rule
@@ -96,7 +97,8 @@ def policy_name(rule: Rule, shape: Shape) -> str:
 def exported_rules(policy: Policy) -> frozenset[Rule]:
     """The rules whose policies `export` writes for this configuration."""
     return frozenset(r for r in EXPORTED if scopes(policy, r)
-                     and (r is not Rule.VISIBLE_DEVICES_OVERRIDE or policy.visible_device_variables))
+                     and (r is not Rule.VISIBLE_DEVICES_OVERRIDE or policy.visible_device_variables)
+                     and (r is not Rule.RUN_AS_ROOT or pinnable(policy)))
 
 
 def export(policy: Policy) -> list[dict[str, Any]]:
@@ -111,7 +113,7 @@ def export(policy: Policy) -> list[dict[str, Any]]:
         for shape in SHAPES:
             name = policy_name(rule, shape)
             labels = {**MANAGED_BY, RULE_LABEL: rule.value}
-            conditions = [{"name": "covered", "expression": coverage(rule, shape)}]
+            conditions = [{"name": "covered", "expression": coverage(rule, shape, policy)}]
             excepted = _excepted(policy, rule, shape)
             if excepted:
                 conditions.append({"name": "not-excepted", "expression": f"!({excepted})"})

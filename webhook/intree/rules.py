@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.config.model import Policy
+from webhook.config.model import Cohort, Policy
 from webhook.intree.cel import any_of, lit, strings
-from webhook.intree.coverage import DEVICE_LIST_MARK, DOTS, HIDDEN, PLAIN_PATH
+from webhook.intree.coverage import DEVICE_LIST_MARK, DOTS, HIDDEN, PLAIN_PATH, pinnable
 from webhook.intree.shapes import Shape
 from webhook.policy.checks import device_access_bypass as dab
 from webhook.policy.checks import visible_devices_override as vdo
@@ -40,9 +40,24 @@ def _tail(policy: Policy, rule: Rule, why: str, fix: str) -> str:
     return lit(f": {why}; {fix} [{rule.value}] {policy.docs_url(rule)}")
 
 
-def coverage(rule: Rule, shape: Shape) -> str:
+def pin(cohort: Cohort, spec: str, policy: Policy) -> str:
+    """CEL: coverage.pinned(...) is `cohort` (the caller has ruled out required node affinity)."""
+    labels = " && ".join(f"{lit(k)} in {spec}.nodeSelector && {spec}.nodeSelector[{lit(k)}] == {lit(v)}"
+                         for k, v in sorted(cohort.node_labels.items()))
+    declared = strings(set(policy.label_cohorts) - set(cohort.node_labels))
+    return f"has({spec}.nodeSelector) && {labels} && {spec}.nodeSelector.all(k, !(k in {declared}))"
+
+
+def _no_required_affinity(spec: str) -> str:
+    return (f"!(has({spec}.affinity) && has({spec}.affinity.nodeAffinity) && "
+            f"has({spec}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution))")
+
+
+def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
     """CEL: coverage.COVERED[rule] of the object (a matchCondition: no variables there)."""
     s = shape.spec
+    if rule is Rule.RUN_AS_ROOT:
+        return f"{_no_required_affinity(s)} && ({any_of(pin(c, s, policy) for c in pinnable(policy))})"
     if rule is Rule.VISIBLE_DEVICES_OVERRIDE:
         return "!(" + _sections(s, lambda c: (
             f"(has({c}.envFrom) && size({c}.envFrom) > 0) || (has({c}.env) && {c}.env.exists(e, "
@@ -107,7 +122,63 @@ def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str
                 f"{head}'annotation ' + {key} + ' ({meta_path}.annotations[\"' + {key} + '\"]) asks the runtime for CDI "
                 f"devices' + {_tail(policy, rule, 'CDI/NRI device annotations inject devices without allocation', 'remove the annotation')}"),
         ]
+    if rule is Rule.RUN_AS_ROOT:
+        return _run_as_root(shape, policy)
     raise KeyError(rule)
 
 
-EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS)
+def _contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str, str, str, str]]:
+    """(field, condition on the securityContext `sc`, what, fix): run_as_root._contradictions in CEL."""
+    security = policy.security
+    out = []
+    if security.run_as_non_root:
+        out.append(("runAsUser", f"has({sc}.runAsUser) && {sc}.runAsUser == 0", "runAsUser: 0",
+                    f"remove runAsUser or set {security.run_as_user}"))
+        out.append(("runAsNonRoot", f"has({sc}.runAsNonRoot) && {sc}.runAsNonRoot == false", "runAsNonRoot: false",
+                    "remove runAsNonRoot: false"))
+    if container:
+        if security.allow_privilege_escalation is False:
+            out.append(("allowPrivilegeEscalation",
+                        f"has({sc}.allowPrivilegeEscalation) && {sc}.allowPrivilegeEscalation == true",
+                        "allowPrivilegeEscalation: true", "set it to false"))
+        if security.drop_capabilities:
+            out.append(("capabilities.add", f"has({sc}.capabilities) && has({sc}.capabilities.add) && "
+                                            f"size({sc}.capabilities.add) > 0", "", "remove the added capabilities"))
+    return out
+
+
+def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    s = "variables.spec"
+    security = policy.security
+    chain = "".join(f"{pin(c, s, policy)} ? {lit(c.name)} : " for c in pinnable(policy)) + "''"
+    variables: list[dict[str, Any]] = [{"name": "cohort", "expression": chain}]
+
+    def tail(fix: str) -> str:
+        why = (f'" run as non-root (UID {security.run_as_user}) without privilege escalation or added '
+               f"capabilities; {fix} [{Rule.RUN_AS_ROOT.value}] {policy.docs_url(Rule.RUN_AS_ROOT)}")
+        return "': workloads on GPU cohort \"' + variables.cohort + " + lit(why)
+
+    out = []
+    who = "the pod" if shape.meta == "object.metadata" else "the pod template"
+    for field, cond, what, fix in _contradictions(f"{s}.securityContext", False, policy):
+        path = f"{shape.prefix}.securityContext.{field}"
+        out.append(Validation(f"!(has({s}.securityContext) && {cond})",
+                              f"variables.subject + {lit(': ' + who + ' sets ' + what + ' (' + path + ')')} + {tail(fix)}"))
+    for section, word in SECTIONS:
+        for n, (field, cond, what, fix) in enumerate(_contradictions("c.securityContext", True, policy)):
+            name = f"{section}{n}"
+            variables.append({"name": name, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, "
+                                                          f"has(c.securityContext) && {cond}).indexOf(true) : -1"})
+            c = f"{s}.{section}[variables.{name}]"
+            added = f"{c}.securityContext.capabilities.add"
+            shown = (f"'capabilities.add: [' + {added}[0] + (size({added}) > 1 ? ', ...' : '') + ']'"
+                     if field == "capabilities.add" else lit(what))
+            out.append(Validation(
+                f"variables.{name} < 0",
+                f"variables.subject + ': ' + {_word(section, word, c)} + ' \"' + {c}.name + '\" sets ' + {shown} + "
+                f"' (' + {lit(shape.prefix + '.' + section + '[')} + string(variables.{name}) + "
+                f"{lit('].securityContext.' + field + ')')} + {tail(fix)}"))
+    return variables, out
+
+
+EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS, Rule.RUN_AS_ROOT)

@@ -204,7 +204,7 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
                 facts = analyse(view, policy, context)
     if plan.in_tree and operation == "CREATE" and not debug:
         # The in-tree policies match CREATE only, and see the object as mutated, as this view is now.
-        lifted = lifted | covered(plan.in_tree, view)
+        lifted = lifted | covered(plan.in_tree, view, policy)
     findings = _run_checks(plan.checks[Target.POD_SPEC], facts, context, policy, lifted, errors) if validate else []
     if added_ephemeral is not None and findings:
         findings = _about(findings, view, added_ephemeral)

@@ -36,10 +36,12 @@ def test_follows_the_policy_in_force():
     code, text, _ = _run("--set", "rules.visible-devices-override=off", "--set", "mode=dry-run")
     assert code == 0
     docs = list(yaml.safe_load_all(text))
-    assert {d["metadata"]["labels"]["gpu-admission.io/rule"] for d in docs} == {"device-access-bypass", "run-as-root"}
+    assert {d["metadata"]["labels"]["gpu-admission.io/rule"] for d in docs} == {
+        "device-access-bypass", "run-as-root", "runtime-class-conflict"}
     actions = {(d["metadata"]["labels"]["gpu-admission.io/rule"], tuple(d["spec"]["validationActions"]))
                for d in docs if "validationActions" in d["spec"]}
-    assert actions == {("device-access-bypass", ("Warn", "Audit")), ("run-as-root", ("Warn",))}
+    assert actions == {("device-access-bypass", ("Warn", "Audit")), ("run-as-root", ("Warn",)),
+                       ("runtime-class-conflict", ("Warn", "Audit"))}
 
 
 def test_a_bad_policy_is_a_usage_error_without_a_traceback():

@@ -11,7 +11,10 @@ import yaml
 
 from tests.e2e.conftest import CLI, LOOKUPS, REPO, wait_for
 from tests.e2e.test_parity import MANIFESTS, RULE, namespaces_of, observed
+from webhook.intree.rules import EXPORTED as EXPORTED_RULES
 from webhook.objects.kinds import POD_BEARING
+
+EXPORTED = {r.value for r in EXPORTED_RULES}
 
 POD_KINDS = {k.kind for k in POD_BEARING}
 
@@ -134,7 +137,7 @@ def test_corpus_verdicts_webhook_only_and_in_tree_with_webhook(cluster, kubectl,
         assert set(got_by_object) == set(by_object), name
         for obj, rules in by_object.items():
             got = got_by_object[obj]
-            if got & {"visible-devices-override", "device-access-bypass"} and not rules <= got:
+            if got & EXPORTED and not rules <= got:
                 in_tree_denials += 1
                 assert got and got <= rules, (name, obj, got, rules)
             else:
@@ -168,7 +171,8 @@ def test_largest_pods_are_evaluated_within_the_cost_budgets(cluster, kubectl):
     """With failurePolicy Fail (onError: deny), a CEL cost or evaluation error would deny with the
     apiserver's own message: the largest pod-bearing objects of the corpus, and a crowded pod, are decided by
     the rules' messages only."""
-    strict = [f"rules.{r}={{action: enforce, onError: deny}}" for r in ("visible-devices-override", "device-access-bypass", "run-as-root")]
+    strict = [f"rules.{r}={{action: enforce, onError: deny}}"
+              for r in ("visible-devices-override", "device-access-bypass", "run-as-root", "runtime-class-conflict")]
     objects = export(*(a for s in strict for a in ("--set", s)))
     assert {o["spec"]["failurePolicy"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"} == {"Fail"}
     kubectl.apply(yaml.safe_dump_all(objects))

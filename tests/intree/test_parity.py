@@ -80,7 +80,7 @@ def test_the_tables_reach_every_side_of_the_coverage():
     """Run after the table above (same module, pytest's order): failing and passing rows inside the coverage,
     and rows outside it, for the parity above to mean something."""
     assert SEEN["covered-failing"] >= 10 and SEEN["covered-passing"] >= 50 and SEEN["uncovered"] >= 10, SEEN
-    for rule in ("visible-devices-override", "device-access-bypass", "run-as-root"):
+    for rule in ("visible-devices-override", "device-access-bypass", "run-as-root", "runtime-class-conflict"):
         assert SEEN[(rule, "failing")] >= 2 and SEEN[(rule, "passing")] >= 10 and SEEN[(rule, "uncovered")] >= 2, SEEN
 
 

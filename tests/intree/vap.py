@@ -3,7 +3,7 @@ matchConstraints (operation and resource), the binding's namespaceSelector on ku
 matchConditions, variables, validations and messageExpressions, evaluated with cel-expr-python, the runtime
 webhook/objects/selectors.py uses. It replaces the real plugin in unit tests; tests/e2e/test_intree.py runs
 the real one. What it adds to the runtime is what the Kubernetes CEL library gives: `indexOf` of its list
-library."""
+library, and its quantity library as webhook/objects/selectors.py declares it."""
 from __future__ import annotations
 
 import functools
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from cel_expr_python import cel
 
 from webhook.objects.kinds import BY_KIND
+from webhook.objects.selectors import _functions as quantity_functions  # the Kubernetes quantity library
 
 
 def _index_of(values, value) -> int:
@@ -28,7 +29,7 @@ def _env():
     index_of = cel.FunctionDecl("indexOf", [cel.Overload("list_indexOf_bool", T.INT, [T.List(T.BOOL), T.BOOL],
                                                         is_member=True, impl=_index_of)])
     return cel.NewEnv(variables={"object": T.DYN, "request": T.DYN, "variables": T.DYN},
-                      functions=[index_of])
+                      functions=[index_of, *quantity_functions()])
 
 
 @functools.lru_cache(maxsize=4096)

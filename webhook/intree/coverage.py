@@ -87,13 +87,13 @@ def pinned(view: PodView, policy: Policy) -> Cohort | None:
     return None
 
 
-def _run_as_root(view: PodView, policy: Policy) -> bool:
+def _pinned(view: PodView, policy: Policy) -> bool:
     return pinned(view, policy) is not None
 
 
 COVERED: Mapping[Rule, Callable[[PodView, Policy], bool]] = {
     Rule.VISIBLE_DEVICES_OVERRIDE: _visible_devices, Rule.DEVICE_ACCESS_BYPASS: _device_access,
-    Rule.RUN_AS_ROOT: _run_as_root}
+    Rule.RUN_AS_ROOT: _pinned, Rule.RUNTIME_CLASS_CONFLICT: _pinned}
 
 
 def covered(rules: frozenset[Rule], view: PodView, policy: Policy) -> frozenset[Rule]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.config.model import Exception_, Policy
+from webhook.config.model import DEVICE_PLUGIN, Exception_, Policy
 from webhook.intree.cel import fnmatch_regex, lit, strings
 from webhook.intree.coverage import pinnable
 from webhook.intree.rules import EXPORTED, coverage, validations
@@ -98,7 +98,9 @@ def exported_rules(policy: Policy) -> frozenset[Rule]:
     """The rules whose policies `export` writes for this configuration."""
     return frozenset(r for r in EXPORTED if scopes(policy, r)
                      and (r is not Rule.VISIBLE_DEVICES_OVERRIDE or policy.visible_device_variables)
-                     and (r is not Rule.RUN_AS_ROOT or pinnable(policy)))
+                     and (r is not Rule.RUN_AS_ROOT or pinnable(policy))
+                     and (r is not Rule.RUNTIME_CLASS_CONFLICT
+                          or any(c.mechanism == DEVICE_PLUGIN for c in pinnable(policy))))
 
 
 def export(policy: Policy) -> list[dict[str, Any]]:

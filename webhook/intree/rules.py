@@ -7,12 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.config.model import Cohort, Policy
+from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.intree.cel import any_of, lit, strings
 from webhook.intree.coverage import DEVICE_LIST_MARK, DOTS, HIDDEN, PLAIN_PATH, pinnable
 from webhook.intree.shapes import Shape
 from webhook.policy.checks import device_access_bypass as dab
 from webhook.policy.checks import visible_devices_override as vdo
+from webhook.policy.gpu import GPU_RESOURCE_PREFIXES
 from webhook.rules import Rule
 
 SECTIONS = (("containers", "container"), ("initContainers", "init container"),
@@ -56,7 +57,7 @@ def _no_required_affinity(spec: str) -> str:
 def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
     """CEL: coverage.COVERED[rule] of the object (a matchCondition: no variables there)."""
     s = shape.spec
-    if rule is Rule.RUN_AS_ROOT:
+    if rule in (Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT):
         return f"{_no_required_affinity(s)} && ({any_of(pin(c, s, policy) for c in pinnable(policy))})"
     if rule is Rule.VISIBLE_DEVICES_OVERRIDE:
         return "!(" + _sections(s, lambda c: (
@@ -124,7 +125,44 @@ def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str
         ]
     if rule is Rule.RUN_AS_ROOT:
         return _run_as_root(shape, policy)
+    if rule is Rule.RUNTIME_CLASS_CONFLICT:
+        return _runtime_class_conflict(shape, policy)
     raise KeyError(rule)
+
+
+def _gpu_name(k: str) -> str:
+    return " || ".join(f"{k}.startsWith({lit(p)})" for p in GPU_RESOURCE_PREFIXES)
+
+
+def _device_plugin_gpu(spec: str) -> str:
+    """CEL: some container asks for more than 0 of a device plugin's GPU resource (gpu.analyse under a
+    device-plugin cohort: limits, or requests the limits do not name)."""
+    positive = "quantity({m}[k]).isGreaterThan(quantity('0'))"
+    limits = (f"has(c.resources.limits) && c.resources.limits.exists(k, ({_gpu_name('k')}) && "
+              f"{positive.format(m='c.resources.limits')})")
+    requests = (f"has(c.resources.requests) && c.resources.requests.exists(k, ({_gpu_name('k')}) && "
+                f"!(has(c.resources.limits) && k in c.resources.limits) && {positive.format(m='c.resources.requests')})")
+    return _sections(spec, lambda c: f"has(c.resources) && (({limits}) || ({requests}))")
+
+
+def _runtime_class_conflict(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    s = "variables.spec"
+    rule = Rule.RUNTIME_CLASS_CONFLICT
+    path = f"{shape.prefix}.runtimeClassName"
+    variables: list[dict[str, Any]] = [{"name": "gpu", "expression": _device_plugin_gpu(s)}]
+    out = []
+    for c in pinnable(policy):
+        if c.mechanism != DEVICE_PLUGIN:
+            continue
+        same = f" || {s}.runtimeClassName == {lit(c.runtime_class_name)}" if c.runtime_class_name else ""
+        why = (f'cohort "{c.name}" injects GPUs through the {c.runtime_class_name} RuntimeClass (its containerd '
+               "handler); another runtime starts the container without them")
+        fix = f"set runtimeClassName: {c.runtime_class_name}, or remove it and let the webhook set it"
+        out.append(Validation(
+            f"!({pin(c, s, policy)}) || !has({s}.runtimeClassName){same} || !variables.gpu",
+            f"variables.subject + ': runtimeClassName is \"' + {s}.runtimeClassName + "
+            f"{lit(chr(34) + ' (' + path + ') in a device-plugin GPU pod')} + {_tail(policy, rule, why, fix)}"))
+    return variables, out
 
 
 def _contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str, str, str, str]]:
@@ -181,4 +219,4 @@ def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], li
     return variables, out
 
 
-EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS, Rule.RUN_AS_ROOT)
+EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS, Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT)

@@ -8,7 +8,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DIST := dist
 
-.PHONY: install test lint e2e e2e-cluster run bench certs schema docs lock chart clean
+.PHONY: install test lint e2e e2e-cluster run bench certs schema docs lock chart clean intree
 
 # The runtime dependencies at the lock's versions first (what the image runs), then the project and
 # its test tools.
@@ -79,3 +79,9 @@ chart: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) $(DIST) build *.egg-info .mypy_cache .ruff_cache
+
+# The chart's in-tree policies: `gpu-admission export` of the shipped default (tests/chart/test_intree.py
+# fails until this is run after a change to the generator or the default policy).
+intree: $(STAMP)
+	@mkdir -p charts/gpu-admission/files/intree
+	$(BIN)/gpu-admission export > charts/gpu-admission/files/intree/validation.yaml

@@ -10,7 +10,9 @@ scheduled time, over kept-alive connections) with:
   2. a no-op webhook (answers "allowed" for the review's uid, nothing else) behind the same gunicorn and TLS
      configuration as the webhook (webhook.server.gunicorn_conf), registered by the chart with the same rules
      and matchConditions (webhooks.url);
-  3. gpu-admission, the same way, serving the policy of the chart's ConfigMap.
+  3. gpu-admission, the same way, serving the policy of the chart's ConfigMap;
+  4. in-tree only: no webhook, the ValidatingAdmissionPolicies `gpu-admission export` writes for the shipped
+     default policy (the exported rules only, run by the apiserver itself).
 
 GPU Pods reach the webhooks (pods.mutate and pods.validate); non-GPU Pods are kept off them by the
 matchConditions and should cost nothing. Prints p50/p99 create latency for each, and the latency each webhook
@@ -48,6 +50,11 @@ PLAIN_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {},
              "spec": {"containers": [{"name": "web", "image": "nginx:1.27",
                                       "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}]}}
 CONNECTIONS = 8
+SETUPS = ("none", "no-op", "gpu-admission", "in-tree")
+# a Pod the exported visible-devices-override policy denies: tells when the apiserver has loaded the policies
+PROBE = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "in-tree-probe"},
+         "spec": {"containers": [{"name": "probe", "image": "nginx:1.27",
+                                  "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]}]}}
 
 
 def noop_app(environ, start_response):
@@ -147,6 +154,26 @@ def clear(client: Client) -> None:
         time.sleep(0.5)
 
 
+def install_in_tree(client: Client) -> None:
+    """The exported policies and bindings, created once the webhooks are gone; returns when they answer."""
+    from webhook.config import default_policy
+    from webhook.intree.export import export
+
+    for obj in export(default_policy()):
+        plural = "validatingadmissionpolicies" if obj["kind"] == "ValidatingAdmissionPolicy" \
+            else "validatingadmissionpolicybindings"
+        status, body = client.request("POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", obj)
+        if status != 201:
+            raise SystemExit(f"creating {obj['metadata']['name']} answered {status}: {body[:300]!r}")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status, body = client.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods?dryRun=All", PROBE)
+        if b"ValidatingAdmissionPolicy" in body:
+            return
+        time.sleep(0.2)
+    raise SystemExit("the in-tree policies did not start answering within 60 s")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -188,8 +215,14 @@ def main(argv: list[str] | None = None) -> int:
                                GPU_ADMISSION_TLS_KEY=str(work / "tls/tls.key"),
                                GPU_ADMISSION_POLICY=str(work / "policy.yaml"), GPU_ADMISSION_LOG_LEVEL="warning")
                     servers[name] = (app, env, port)
-                for setup in ("none", "no-op", "gpu-admission"):
-                    if setup != "none":
+                for setup in SETUPS:
+                    if setup == "in-tree":
+                        for proc in procs:
+                            stop(proc)
+                        procs.clear()
+                        helm.uninstall("gpu-admission", ignore_not_found=True)
+                        install_in_tree(client)
+                    elif setup != "none":
                         app, env, port = servers[setup]
                         values = {"webhooks": {"url": f"https://127.0.0.1:{port}"},
                                   "certificates": {"caBundle": ca_bundle}}
@@ -226,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         for rate in rates:
             base = results[("none", kind, rate)]
             cells = []
-            for setup in ("no-op", "gpu-admission"):
+            for setup in SETUPS[1:]:
                 r = results[(setup, kind, rate)]
                 cells.append(f"{setup} {r['p50'] - base['p50']:+6.2f} / {r['p99'] - base['p99']:+6.2f}")
             gap = results[("gpu-admission", kind, rate)]["p50"] - results[("no-op", kind, rate)]["p50"]

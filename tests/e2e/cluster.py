@@ -67,11 +67,13 @@ rules:
 # The controllers whose work reaches admission as in a real cluster: workloads create their Pods; the
 # serviceaccount controller makes each namespace's "default" ServiceAccount (the ServiceAccount admission
 # plugin refuses Pods without it); namespaces are deleted for real; the garbage collector removes what an
-# owner's deletion leaves.
+# owner's deletion leaves; the ValidatingAdmissionPolicy status controller writes the type checking of the
+# in-tree policies (`gpu-admission export`) into their status.
 CONTROLLERS = (
     "job-controller", "cronjob-controller", "deployment-controller", "replicaset-controller",
     "statefulset-controller", "daemonset-controller", "garbage-collector-controller", "serviceaccount-controller",
     "serviceaccount-token-controller", "namespace-controller", "root-ca-certificate-publisher-controller",
+    "validatingadmissionpolicy-status-controller",
 )
 
 

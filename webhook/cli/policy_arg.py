@@ -3,9 +3,11 @@ imports, so that `host` runs on a GPU host that has only the policy's own depend
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from webhook.config import ConfigError, Policy, load_layers
+from webhook.config.model import InTree
 
 EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
 
@@ -23,8 +25,11 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
 
 
 def load_policy_or_exit(args) -> Policy | None:
+    """The policy as the command evaluates it: the webhook's `inTree` setting is dropped, because no apiserver
+    runs the in-tree policies for a command (`check` and `audit` report every rule themselves)."""
     try:
-        return load_layers(args.config, args.set_values, base=args.base)
+        policy = load_layers(args.config, args.set_values, base=args.base)
+        return dataclasses.replace(policy, in_tree=InTree()) if policy.in_tree != InTree() else policy
     except ConfigError as exc:
         for error in exc.errors:
             print(f"gpu-admission: {exc.source}: {error}", file=sys.stderr)

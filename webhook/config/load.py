@@ -19,6 +19,7 @@ from webhook.config.model import (
     Cohort,
     DeviceClassInfo,
     Exception_,
+    InTree,
     Lookups,
     NamespaceOverride,
     Policy,
@@ -413,6 +414,13 @@ def _lookups(data: Any, errors: list[str]) -> Lookups:
     return out
 
 
+def _in_tree(data: Any, errors: list[str]) -> InTree:
+    f = _Fields(data, "inTree", errors)
+    out = InTree(validation=f.get("validation", bool, False), mutation=f.get("mutation", bool, False))
+    f.done()
+    return out
+
+
 def _location(error: str) -> str:
     return error.split(": ", 1)[0]
 
@@ -510,6 +518,7 @@ def _build_policy(data: Any, source: str) -> Policy:
         allocation_label=top.get("allocationLabel", str, "workload.example.com/gpu-allocation",
                                  _pattern(_LABEL_KEY, "label key")),
         lookups=_lookups(top.get("lookups", dict), errors),
+        in_tree=_in_tree(top.get("inTree", dict), errors),
     )
     if "cohorts" not in top.data:
         top.error("cohorts", "is required")

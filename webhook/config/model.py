@@ -179,6 +179,15 @@ class Lookups:
 
 
 @dataclass(frozen=True, slots=True)
+class InTree:
+    """Which exported rules the apiserver itself runs (`gpu-admission export`, the chart's `inTree`): the
+    webhook then skips those rules for the objects the in-tree policies cover."""
+
+    validation: bool = False
+    mutation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     cohorts: tuple[Cohort, ...]
     mode: str = "enforce"  # enforce | audit
@@ -197,6 +206,7 @@ class Policy:
     exclusive_label: str = "workload.example.com/gpu-exclusive"
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)
+    in_tree: InTree = field(default_factory=InTree)
     # derived once from the fields above, and what the policy keeps for itself: see __post_init__
     cohort_names: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
     # nodeSelector items -> what they mean for cohort choice (webhook/policy/cohorts.py), kept per policy

@@ -7,6 +7,8 @@ from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
 from webhook.config.model import Policy
+from webhook.intree.coverage import covered
+from webhook.intree.export import exported_rules
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, is_legacy_dra
 from webhook.objects.podspec import PodView, display_name, view_of
@@ -77,6 +79,7 @@ class _Plan(NamedTuple):
     actions: Mapping[Rule, Action]
     checks: Mapping[Target, tuple[Check, ...]]  # the REGISTRY's checks whose action is not off, by target
     mutations: tuple[Any, ...]  # the MUTATIONS whose action is not off
+    in_tree: frozenset[Rule]  # rules the apiserver's own policies decide, for the objects they cover
 
 
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
@@ -88,7 +91,10 @@ def _make_plan(policy: Policy, namespace: str) -> _Plan:
                 actions = {**actions, **override.actions}
     checks = {t: tuple(c for c in REGISTRY if t in c.applies_to and actions[c.rule] is not Action.OFF)
               for t in Target}
-    return _Plan(mode == "audit", actions, checks, tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
+    in_tree = policy.derived(exported_rules) if policy.in_tree.validation and not policy.is_exempt(namespace) \
+        else frozenset()
+    return _Plan(mode == "audit", actions, checks, tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF),
+                 in_tree)
 
 
 def _plan(policy: Policy, namespace: str) -> _Plan:
@@ -196,6 +202,9 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             if validate:
                 view = view_of(mutated, view.kind, namespace)
                 facts = analyse(view, policy, context)
+    if plan.in_tree and operation == "CREATE" and not debug:
+        # The in-tree policies match CREATE only, and see the object as mutated, as this view is now.
+        lifted = lifted | covered(plan.in_tree, view, policy)
     findings = _run_checks(plan.checks[Target.POD_SPEC], facts, context, policy, lifted, errors) if validate else []
     if added_ephemeral is not None and findings:
         findings = _about(findings, view, added_ephemeral)

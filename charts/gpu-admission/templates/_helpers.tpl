@@ -268,6 +268,9 @@ as the server's loader would refuse it at start. */ -}}
 {{- $_ := set $lookups $key (or (eq (toString (dig $key false $lookups)) "true") (eq (toString (dig $key false (default dict $v.lookups))) "true")) -}}
 {{- end -}}
 {{- $_ := set $p "lookups" $lookups -}}
+{{- if (default dict $v.inTree).validation -}}
+{{- $_ := set $p "inTree" (dict "validation" true "mutation" false) -}}
+{{- end -}}
 {{- toJson $p -}}
 {{- end -}}
 

@@ -1,0 +1,112 @@
+"""`gpu-admission export` and the drift report of `export --check` (issue 18)."""
+from __future__ import annotations
+
+import copy
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+import yaml
+
+from webhook.cli.main import main
+from webhook.config import default_policy, parse_policy
+from webhook.config.load import DEFAULT_PATH
+from webhook.intree.drift import drift
+from webhook.intree.export import export
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["export", *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_prints_the_exported_objects_as_yaml_and_json():
+    code, text, _ = _run()
+    assert code == 0
+    docs = list(yaml.safe_load_all(text))
+    assert docs == export(default_policy())
+    code, text, _ = _run("-o", "json")
+    assert code == 0 and json.loads(text) == {"apiVersion": "v1", "kind": "List", "items": docs}
+
+
+def test_follows_the_policy_in_force():
+    code, text, _ = _run("--set", "rules.visible-devices-override=off", "--set", "mode=dry-run")
+    assert code == 0
+    docs = list(yaml.safe_load_all(text))
+    assert {d["metadata"]["labels"]["gpu-admission.io/rule"] for d in docs} == {
+        "device-access-bypass", "run-as-root", "runtime-class-conflict"}
+    actions = {(d["metadata"]["labels"]["gpu-admission.io/rule"], tuple(d["spec"]["validationActions"]))
+               for d in docs if "validationActions" in d["spec"]}
+    assert actions == {("device-access-bypass", ("Warn", "Audit")), ("run-as-root", ("Warn",)),
+                       ("runtime-class-conflict", ("Warn", "Audit"))}
+
+
+def test_a_bad_policy_is_a_usage_error_without_a_traceback():
+    code, text, err = _run("--set", "rules.visible-devices-override=sometimes")
+    assert code == 2 and text == ""
+    assert "visible-devices-override" in err and "Traceback" not in err
+
+
+def test_the_webhooks_in_tree_setting_is_dropped_by_the_commands():
+    """No apiserver runs the policies for check: it reports every rule itself."""
+    code, text, _ = _run("--set", "inTree.validation=true")
+    assert code == 0 and list(yaml.safe_load_all(text)) == export(default_policy())
+
+
+def _overrides_policy():
+    data = yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))
+    data["namespaceOverrides"] = [{"namespaces": ["team-a"], "mode": "dry-run"},
+                                  {"namespaces": ["team-b"], "rules": {"device-access-bypass": "off"}}]
+    data["exceptions"] = [{"name": "sre", "groups": ["gpu-sre"], "rules": ["device-access-bypass"]}]
+    return parse_policy(yaml.safe_dump(data), source="test")
+
+
+def test_overrides_and_exceptions_become_bindings_and_match_conditions():
+    objects = export(_overrides_policy())
+    bindings = {o["metadata"]["name"]: o["spec"] for o in objects
+                if o["kind"] == "ValidatingAdmissionPolicyBinding" and ".pods." in o["metadata"]["name"]}
+    dab = {n: b for n, b in bindings.items() if "device-access-bypass" in n}
+    assert sorted((tuple(b["validationActions"]), b["matchResources"]["namespaceSelector"]["matchExpressions"][0]["operator"],
+                   tuple(b["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"]))
+                  for b in dab.values())[0] == (("Deny",), "NotIn", tuple(sorted(
+                      default_policy().exempt_namespaces | {"gpu-admission", "team-a", "team-b"})))
+    assert [tuple(b["validationActions"]) for b in dab.values()] == [("Warn", "Audit"), ("Deny",)]
+    policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    conditions = policies["gpu-admission.device-access-bypass.pods"]["spec"]["matchConditions"]
+    assert [c["name"] for c in conditions] == ["covered", "not-excepted"]
+    assert '"gpu-sre"' in conditions[1]["expression"]
+    assert [c["name"] for c in policies["gpu-admission.visible-devices-override.pods"]["spec"]["matchConditions"]] \
+        == ["covered"]
+
+
+def _live(objects):
+    """What the apiserver returns: the exported fields, with its defaults filled in."""
+    out = copy.deepcopy(objects)
+    for o in out:
+        o["metadata"].update({"uid": "x", "resourceVersion": "1", "generation": 1})
+        if o["kind"] == "ValidatingAdmissionPolicy":
+            o["spec"]["matchConstraints"].update({"namespaceSelector": {}, "objectSelector": {}})
+        else:
+            o["spec"]["matchResources"].update({"objectSelector": {}, "matchPolicy": "Equivalent"})
+    return out
+
+
+@pytest.mark.parametrize(("change", "want"), [
+    pytest.param(lambda live: None, [], id="equal-with-server-defaults"),
+    pytest.param(lambda live: live.pop(0), ["ValidatingAdmissionPolicy gpu-admission.visible-devices-override.pods: "
+                                            "not in the cluster"], id="missing"),
+    pytest.param(lambda live: live[1]["spec"].update(validationActions=["Warn"]),
+                 ["ValidatingAdmissionPolicyBinding gpu-admission.visible-devices-override.pods.default: differs "
+                  "(spec.validationActions[0]: differs)"], id="binding-action-changed"),
+    pytest.param(lambda live: live.append({"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "gpu-admission.old"},
+                                           "spec": {}}),
+                 ["ValidatingAdmissionPolicy gpu-admission.old: in the cluster, no longer exported"], id="left-over"),
+])
+def test_drift(change, want):
+    objects = export(default_policy())
+    live = _live(objects)
+    change(live)
+    assert drift(objects, live) == want

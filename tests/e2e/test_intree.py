@@ -1,0 +1,191 @@
+"""The exported in-tree policies in a real apiserver (issue 18): accepted, type-checked without warnings,
+deciding as the engine does, and `export --check` telling drift."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import CLI, LOOKUPS, REPO, wait_for
+from tests.e2e.test_parity import MANIFESTS, RULE, namespaces_of, observed
+from webhook.intree.rules import EXPORTED as EXPORTED_RULES
+from webhook.objects.kinds import POD_BEARING
+
+EXPORTED = {r.value for r in EXPORTED_RULES}
+
+POD_KINDS = {k.kind for k in POD_BEARING}
+
+pytestmark = pytest.mark.e2e
+
+
+def export(*args: str) -> list[dict]:
+    result = subprocess.run([*CLI, "export", "-o", "json", *args], cwd=REPO, capture_output=True, text=True,
+                            check=True)
+    return json.loads(result.stdout)["items"]
+
+
+def export_check(cluster, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "export", "--check", "--kubeconfig", str(cluster.kubeconfig), *args], cwd=REPO,
+                          capture_output=True, text=True)
+
+
+@pytest.fixture
+def in_tree(cluster, kubectl):
+    objects = export()
+    kubectl.apply(yaml.safe_dump_all(objects))
+    yield objects
+    kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "-l",
+                "app.kubernetes.io/managed-by=gpu-admission", "--wait=true", check=False)
+
+
+def test_exported_policies_type_check_without_warnings(in_tree, kubectl):
+    names = [o["metadata"]["name"] for o in in_tree if o["kind"] == "ValidatingAdmissionPolicy"]
+    assert names
+
+    def checked():
+        items = kubectl.json("get", "validatingadmissionpolicy", "-l", "app.kubernetes.io/managed-by=gpu-admission")
+        done = {i["metadata"]["name"]: i.get("status", {}) for i in items["items"]
+                if i.get("status", {}).get("observedGeneration") == i["metadata"]["generation"]}
+        return done if set(done) >= set(names) else None
+
+    statuses = wait_for(checked, "the apiserver's type checking of the exported policies")
+    for name in names:
+        assert statuses[name].get("typeChecking", {}).get("expressionWarnings", []) == [], (name, statuses[name])
+        assert not statuses[name].get("conditions") or all(c["status"] != "False" for c in statuses[name]["conditions"])
+
+
+def test_export_check_is_clean_then_tells_drift(in_tree, cluster, kubectl):
+    clean = export_check(cluster)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    drifted = export_check(cluster, "--set", "rules.visible-devices-override=warn")
+    assert drifted.returncode == 1, drifted.stdout + drifted.stderr
+    assert "ValidatingAdmissionPolicyBinding gpu-admission.visible-devices-override.pods.default: differs" \
+        in drifted.stdout
+    assert "ValidatingAdmissionPolicy gpu-admission.visible-devices-override.pods:" not in drifted.stdout
+
+
+# ------------------------------------------------------------------------------------ parity with the webhook
+
+IN_TREE_SUBJECT = re.compile(r"""(?:denied request|with binding '[^']+'): ([a-z]+) "([^"]+)"(?=: )""")
+PROBE = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "in-tree-probe", "namespace": "default"},
+         "spec": {"containers": [{"name": "probe", "image": "registry.example.invalid/probe:1",
+                                  "env": [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]}]}}
+
+
+def _verdicts(result, docs: list[dict]) -> tuple[dict, set, set]:
+    """(object -> created, {(object, rule)} warned, {(object, rule)} denied), from the webhook's lines and
+    the in-tree policies' (`... with binding 'b': pod "ns/name": ...` and `... denied request: pod ...`)."""
+    verdicts, warned, denied = observed(result.stdout, result.stderr, docs)
+    warned, denied = set(warned), set(denied)
+    for line in result.stderr.splitlines():
+        rule, subject = RULE.search(line), IN_TREE_SUBJECT.search(line)
+        if rule and subject:
+            key = ((subject.group(1), subject.group(2)), rule.group(1))
+            (warned if line.startswith("Warning: ") else denied).add(key)
+    in_tree = sum("ValidatingAdmissionPolicy '" in line for line in result.stderr.splitlines())
+    return verdicts, warned, denied, in_tree
+
+
+def _apply_all(cluster, kubectl) -> dict:
+    out = {}
+    for path in MANIFESTS:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        for ns in namespaces_of(docs):
+            cluster.namespace(ns)
+        try:
+            out[path.name] = _verdicts(kubectl.apply_file(path), docs)
+        finally:
+            kubectl.run("delete", "-f", str(path), "--ignore-not-found", "--wait=true", "--timeout=60s", check=False)
+    return out
+
+
+def _in_tree_answers(kubectl) -> bool:
+    result = kubectl.create(PROBE, "--dry-run=server", check=False)
+    return "ValidatingAdmissionPolicy 'gpu-admission.visible-devices-override.pods'" in result.stderr
+
+
+def test_corpus_verdicts_webhook_only_and_in_tree_with_webhook(cluster, kubectl, lookups, webhook, release):
+    """The manifest corpus applied webhook-only, then with the chart's in-tree policies and the webhook
+    leaving their rules to them: the same objects admitted, the same (object, rule) warnings, and the same
+    denials, except that a denial by an in-tree policy ends admission before the webhook is called (the
+    apiserver's chain stops at the first denial): then its rules are a non-empty part of the webhook's."""
+    alone = _apply_all(cluster, kubectl)
+    release.upgrade({"lookups": LOOKUPS, "inTree": {"validation": True}})
+    try:
+        wait_for(lambda: _in_tree_answers(kubectl), "the in-tree policies to answer")
+        together = _apply_all(cluster, kubectl)
+    finally:
+        release.upgrade({"lookups": LOOKUPS})
+        wait_for(lambda: not _in_tree_answers(kubectl), "the in-tree policies to be gone")
+    assert sum(r[3] for r in alone.values()) == 0
+    # the corpus's denied.yaml: a literal CUDA_VISIBLE_DEVICES and a device hostPath, decided in-tree
+    assert sum(r[3] for r in together.values()) >= 2, together
+    in_tree_denials = 0
+    for name, (verdicts, warned, denied, _) in alone.items():
+        got_verdicts, got_warned, got_denied, _ = together[name]
+        assert got_verdicts == verdicts, name
+        assert got_warned == warned, name
+        by_object: dict = {}
+        for (obj, rule) in denied:
+            by_object.setdefault(obj, set()).add(rule)
+        got_by_object: dict = {}
+        for (obj, rule) in got_denied:
+            got_by_object.setdefault(obj, set()).add(rule)
+        assert set(got_by_object) == set(by_object), name
+        for obj, rules in by_object.items():
+            got = got_by_object[obj]
+            if got & EXPORTED and not rules <= got:
+                in_tree_denials += 1
+                assert got and got <= rules, (name, obj, got, rules)
+            else:
+                assert got == rules, (name, obj, got, rules)
+    print(f"objects denied first by an in-tree policy: {in_tree_denials}")
+
+
+# ------------------------------------------------------------------------------------------------ cost
+
+def _largest_pod_bearing(count: int) -> list[dict]:
+    docs = [d for p in MANIFESTS for d in yaml.safe_load_all(p.read_text()) if d and d.get("kind") in POD_KINDS]
+    return sorted(docs, key=lambda d: len(json.dumps(d)), reverse=True)[:count]
+
+
+def _crowded_pod() -> dict:
+    """A pod at the corpus's far end: many containers, variables, volumes and annotations, and one finding
+    at the very end, so that every expression walks everything."""
+    env = [{"name": f"VAR_{i}", "value": str(i)} for i in range(200)]
+    containers = [{"name": f"c{i}", "image": "registry.example.invalid/app:1", "env": env,
+                   "volumeMounts": [{"name": f"v{j}", "mountPath": f"/data/{j}"} for j in range(20)]}
+                  for i in range(40)]
+    containers[-1] = {**containers[-1], "env": [*env, {"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "crowded", "namespace": "default",
+                         "annotations": {f"example.com/a{i}": "x" for i in range(100)}},
+            "spec": {"containers": containers,
+                     "volumes": [{"name": f"v{j}", "hostPath": {"path": f"/data/{j}"}} for j in range(20)]}}
+
+
+def test_largest_pods_are_evaluated_within_the_cost_budgets(cluster, kubectl):
+    """With failurePolicy Fail (onError: deny), a CEL cost or evaluation error would deny with the
+    apiserver's own message: the largest pod-bearing objects of the corpus, and a crowded pod, are decided by
+    the rules' messages only."""
+    strict = [f"rules.{r}={{action: enforce, onError: deny}}"
+              for r in ("visible-devices-override", "device-access-bypass", "run-as-root", "runtime-class-conflict")]
+    objects = export(*(a for s in strict for a in ("--set", s)))
+    assert {o["spec"]["failurePolicy"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"} == {"Fail"}
+    kubectl.apply(yaml.safe_dump_all(objects))
+    try:
+        wait_for(lambda: _in_tree_answers(kubectl), "the in-tree policies to answer")
+        for doc in [*_largest_pod_bearing(5), _crowded_pod()]:
+            doc = {**doc, "metadata": {**doc["metadata"], "namespace": "default"}}
+            result = kubectl.create(doc, "--dry-run=server", check=False)
+            assert "cost" not in result.stderr and "expression" not in result.stderr.lower(), result.stderr
+            assert result.returncode == 0 or "[visible-devices-override]" in result.stderr or \
+                "[device-access-bypass]" in result.stderr or "gpu-admission" in result.stderr, result.stderr
+        crowded = kubectl.create(_crowded_pod(), "--dry-run=server", check=False)
+        assert "spec.containers[39].env[200]" in crowded.stderr, crowded.stderr
+    finally:
+        kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "-l",
+                    "app.kubernetes.io/managed-by=gpu-admission", "--wait=true", check=False)

@@ -1,0 +1,100 @@
+"""A stand-in for the apiserver's ValidatingAdmissionPolicy plugin (k8s.io/apiserver, plugin/policy/validating):
+matchConstraints (operation and resource), the binding's namespaceSelector on kubernetes.io/metadata.name,
+matchConditions, variables, validations and messageExpressions, evaluated with cel-expr-python, the runtime
+webhook/objects/selectors.py uses. It replaces the real plugin in unit tests; tests/e2e/test_intree.py runs
+the real one. What it adds to the runtime is what the Kubernetes CEL library gives: `indexOf` of its list
+library, and its quantity library as webhook/objects/selectors.py declares it."""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from cel_expr_python import cel
+
+from webhook.objects.kinds import BY_KIND
+from webhook.objects.selectors import _functions as quantity_functions  # the Kubernetes quantity library
+
+
+def _index_of(values, value) -> int:
+    for i, v in enumerate(values):
+        if v == value:
+            return i
+    return -1
+
+
+@functools.lru_cache(maxsize=1)
+def _env():
+    T = cel.Type
+    index_of = cel.FunctionDecl("indexOf", [cel.Overload("list_indexOf_bool", T.INT, [T.List(T.BOOL), T.BOOL],
+                                                        is_member=True, impl=_index_of)])
+    return cel.NewEnv(variables={"object": T.DYN, "request": T.DYN, "variables": T.DYN},
+                      functions=[index_of, *quantity_functions()])
+
+
+@functools.lru_cache(maxsize=4096)
+def compiled(expression: str):
+    return _env().compile(expression)
+
+
+def value(expression: str, data: dict):
+    out = compiled(expression).eval(data=data)
+    if out.type() == cel.Type.ERROR:
+        raise AssertionError(f"{expression[:120]}...: {out.value()}")
+    return out.value()
+
+
+@dataclass(frozen=True)
+class Decision:
+    policy: str
+    actions: tuple[str, ...]
+    message: str
+
+
+_VARIABLE = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _inline(expression: str, variables: dict[str, str]) -> str:
+    """The expression with each variable replaced by its own (pure) expression: the same value as the
+    apiserver's lazily evaluated, cached variables."""
+    return _VARIABLE.sub(lambda m: f"({variables[m.group(1)]})", expression)
+
+
+def _resource_matches(policy: dict, kind: str, operation: str) -> bool:
+    info = BY_KIND[kind]
+    return any(info.group in r["apiGroups"] and info.resource in r["resources"] and operation in r["operations"]
+               for r in policy["spec"]["matchConstraints"]["resourceRules"])
+
+
+def _namespace_matches(binding: dict, namespace: str) -> bool:
+    for e in binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]:
+        assert e["key"] == "kubernetes.io/metadata.name"
+        if (namespace in e["values"]) != (e["operator"] == "In"):
+            return False
+    return True
+
+
+def matched(policy: dict, obj: dict, request: dict) -> bool:
+    """The policy's matchConstraints and matchConditions hold for the request."""
+    data = {"object": obj, "request": request, "variables": {}}
+    return _resource_matches(policy, obj["kind"], request["operation"]) and all(
+        value(c["expression"], data) is True for c in policy["spec"].get("matchConditions", []))
+
+
+def admit(objects: list[dict], obj: dict, request: dict) -> list[Decision]:
+    """Every failing validation of every policy whose binding matches, with the binding's actions."""
+    policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    out = []
+    for binding in (o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"):
+        policy = policies[binding["spec"]["policyName"]]
+        if not _namespace_matches(binding, request["namespace"]) or not matched(policy, obj, request):
+            continue
+        data = {"object": obj, "request": request, "variables": {}}
+        variables: dict[str, str] = {}
+        for v in policy["spec"].get("variables", []):
+            variables[v["name"]] = _inline(v["expression"], variables)
+        for check in policy["spec"]["validations"]:
+            if value(_inline(check["expression"], variables), data) is not True:
+                out.append(Decision(policy["metadata"]["name"], tuple(binding["spec"]["validationActions"]),
+                                    value(_inline(check["messageExpression"], variables), data)))
+    return out

@@ -1,0 +1,78 @@
+"""`gpu-admission export`: the rules CEL can express, as ValidatingAdmissionPolicies and bindings the
+apiserver runs itself; with --check, what a live cluster holds compared with them."""
+from __future__ import annotations
+
+import json
+import sys
+
+import yaml
+
+from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
+from webhook.intree.drift import drift
+from webhook.intree.export import MANAGED_BY, export
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "export", help="print the in-tree admission policies of the policy in force",
+        description="Print, from the policy in force (--config / --set as for check), one "
+        "ValidatingAdmissionPolicy per exported rule and pod-spec shape and its bindings (docs/rules/<rule>.md, "
+        "section In-tree policy, says which rules and which objects). With --check, compare them with those "
+        "the cluster holds: exit 1 when one is missing, differs or is left over, 0 when they are equal, "
+        "2 on usage, configuration or cluster errors.")
+    add_policy_options(p)
+    p.add_argument("--output", "-o", choices=("yaml", "json"), default="yaml", help="yaml (default) or json (a List)")
+    p.add_argument("--check", action="store_true", help="compare with the live cluster instead of printing")
+    p.add_argument("--kubeconfig", metavar="FILE", help="with --check: kubeconfig file (default: $KUBECONFIG, "
+                   "~/.kube/config, then the in-cluster service account)")
+    p.add_argument("--context", metavar="NAME", help="with --check: kubeconfig context (default: the current one)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    policy = load_policy_or_exit(args)
+    if policy is None:
+        return EXIT_ERROR
+    objects = export(policy)
+    if args.check:
+        return _check(args, objects)
+    if args.output == "json":
+        json.dump({"apiVersion": "v1", "kind": "List", "items": objects}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False, width=1_000_000))
+    return EXIT_OK
+
+
+def _check(args, objects: list[dict]) -> int:
+    from kubernetes.client import AdmissionregistrationV1Api
+    from kubernetes.client.exceptions import ApiException
+
+    from webhook.lookups.kubeconfig import ClusterConfigError, load_api_client
+
+    try:
+        client = load_api_client(args.kubeconfig, args.context)
+    except ClusterConfigError as exc:
+        print(f"gpu-admission: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    api = AdmissionregistrationV1Api(client)
+    selector = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+    live = []
+    try:
+        for kind, lister in (("ValidatingAdmissionPolicy", api.list_validating_admission_policy),
+                             ("ValidatingAdmissionPolicyBinding", api.list_validating_admission_policy_binding)):
+            items = client.sanitize_for_serialization(lister(label_selector=selector)).get("items") or []
+            live += [{**item, "kind": kind} for item in items]
+    except ApiException as exc:
+        print(f"gpu-admission: listing the cluster's admission policies failed: {exc.status} {exc.reason}",
+              file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"gpu-admission: the cluster cannot be reached: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    lines = drift(objects, live)
+    for line in lines:
+        print(line)
+    if not lines:
+        print(f"{len(objects)} in-tree admission objects, as the policy exports them")
+    return EXIT_DENIED if lines else EXIT_OK

@@ -1,0 +1,101 @@
+"""Which objects the in-tree policies decide for a rule: the same predicate in Python (the engine skips the
+rule there, webhook/policy/engine.py) and in CEL (the policy's matchConditions). Outside it, a rule's verdict
+needs what CEL cannot do (a lookup, a path as the host resolves it, the pod's GPU allocation), and the
+webhook keeps the rule."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from webhook.config.model import Cohort, Policy
+from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.kinds import BY_KIND
+from webhook.objects.podspec import PodView, view_of
+from webhook.policy.cohorts import from_selectors
+from webhook.rules import Rule
+
+HIDDEN = "void"  # hide-gpus's value: an override or not depending on the container's GPUs
+DEVICE_LIST_MARK = "nvidia-container-devices"
+# A host path the kernel resolves to itself: absolute, no `.`/`..`/empty parts, no link (/var/run, /proc/<pid>/root).
+PLAIN_PATH = r"^(/[A-Za-z0-9_.@+:,=~-]+)+$"
+_PLAIN = re.compile(PLAIN_PATH)
+DOTS = r"(^|/)\.\.?(/|$)"
+_DOTS = re.compile(DOTS)
+
+
+def plain_path(path: str) -> bool:
+    return bool(_PLAIN.fullmatch(path)) and not _DOTS.search(path) and not (
+        path in ("/var/run", "/proc") or path.startswith(("/var/run/", "/proc/")))
+
+
+def _visible_devices(view: PodView, policy: Policy) -> bool:
+    for c in view.containers:
+        if c.env_from:
+            return False
+        for env in c.env:
+            if type(env) is dict and env.get("name") == "NVIDIA_VISIBLE_DEVICES" and env.get("value") == HIDDEN:
+                return False
+    return True
+
+
+def _device_access(view: PodView, policy: Policy) -> bool:
+    for c in view.containers:
+        if c.security.get("privileged") is True:
+            return False
+        for mount in c.mounts:
+            mp = mount.get("mountPath") if type(mount) is dict else None
+            if type(mp) is str and DEVICE_LIST_MARK in mp:
+                return False
+    for vol in as_list(view.spec.get("volumes")):
+        if type(vol) is dict and "hostPath" in vol:
+            path = as_str(as_dict(vol["hostPath"]).get("path"))
+            if path is None or not plain_path(path):
+                return False
+    return True
+
+
+def _pinnable(policy: Policy) -> tuple[Cohort, ...]:
+    """The cohorts a nodeSelector of exactly their node labels binds a pod to (cohort resolution, DESIGN.md
+    section 4): their labels tell them apart from every other cohort."""
+    out = []
+    for c in policy.cohorts:
+        probe = {"kind": "Pod", "metadata": {}, "spec": {"nodeSelector": dict(c.node_labels), "containers": []}}
+        if c.node_labels and from_selectors(view_of(probe, BY_KIND["Pod"], ""), policy).cohort is c:
+            out.append(c)
+    return tuple(out)
+
+
+def pinnable(policy: Policy) -> tuple[Cohort, ...]:
+    return policy.derived(_pinnable)
+
+
+def pinned(view: PodView, policy: Policy) -> Cohort | None:
+    """The cohort the pod's nodeSelector binds it to when it holds exactly one pinnable cohort's node labels,
+    no other label a cohort declares, and no required node affinity: there the cohort is the selector's
+    alone (no namespace default, no inference from claims)."""
+    spec = view.spec
+    affinity = as_dict(as_dict(spec.get("affinity")).get("nodeAffinity"))
+    if "requiredDuringSchedulingIgnoredDuringExecution" in affinity:
+        return None
+    selector = as_dict(spec.get("nodeSelector"))
+    if not selector:
+        return None
+    for c in pinnable(policy):
+        if all(selector.get(k) == v for k, v in c.node_labels.items()) and all(
+                k in c.node_labels or k not in policy.label_cohorts for k in selector):
+            return c
+    return None
+
+
+def _pinned(view: PodView, policy: Policy) -> bool:
+    return pinned(view, policy) is not None
+
+
+COVERED: Mapping[Rule, Callable[[PodView, Policy], bool]] = {
+    Rule.VISIBLE_DEVICES_OVERRIDE: _visible_devices, Rule.DEVICE_ACCESS_BYPASS: _device_access,
+    Rule.RUN_AS_ROOT: _pinned, Rule.RUNTIME_CLASS_CONFLICT: _pinned}
+
+
+def covered(rules: frozenset[Rule], view: PodView, policy: Policy) -> frozenset[Rule]:
+    """Those of `rules` whose in-tree policy decides for this pod-bearing object."""
+    return frozenset(r for r in rules if COVERED[r](view, policy))

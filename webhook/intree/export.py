@@ -1,0 +1,153 @@
+"""The policy in force as admissionregistration.k8s.io objects: per exported rule and pod-spec shape one
+ValidatingAdmissionPolicy, and one binding per action the rule has across namespaces."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.config.model import DEVICE_PLUGIN, Exception_, Policy
+from webhook.intree.cel import fnmatch_regex, lit, strings
+from webhook.intree.coverage import pinnable
+from webhook.intree.rules import EXPORTED, coverage, validations
+from webhook.intree.shapes import SHAPES, Shape
+from webhook.rules import Action, Rule
+
+API_VERSION = "admissionregistration.k8s.io/v1"
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-admission"}
+RULE_LABEL = "gpu-admission.io/rule"
+# What each action does to a request, as the webhook answers it (a dry-run policy never denies: the
+# webhook warns "would deny" instead).
+ACTIONS = {Action.ENFORCE: ["Deny"], Action.WARN: ["Warn"], Action.AUDIT: ["Audit"]}
+DRY_RUN = {Action.ENFORCE: ["Warn", "Audit"], Action.WARN: ["Warn"], Action.AUDIT: ["Audit"]}
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Namespaces where the rule has one action: `namespaces` In, or (None) every other namespace."""
+
+    validation_actions: tuple[str, ...]
+    namespaces: tuple[str, ...] | None
+
+
+def scopes(policy: Policy, rule: Rule) -> list[Scope]:
+    """The rule's bindings: namespace overrides first, then the rest, less the exempt namespaces."""
+    def actions(mode: str, action: Action) -> tuple[str, ...]:
+        return tuple((DRY_RUN if mode == "audit" else ACTIONS).get(action, ()))
+
+    by_actions: dict[tuple[str, ...], list[str]] = {}
+    for ns in sorted(policy.overridden_namespaces - policy.exempt_namespaces - {policy.service_namespace}):
+        mode, acts = policy.mode, dict(policy.actions)
+        for o in policy.namespace_overrides:  # as the engine's plan reads them: every matching one, in order
+            if ns in o.namespaces:
+                mode = o.mode or mode
+                acts.update(o.actions)
+        by_actions.setdefault(actions(mode, acts[rule]), []).append(ns)
+    out = [Scope(a, tuple(n)) for a, n in by_actions.items() if a]
+    default = actions(policy.mode, policy.actions[rule])
+    if default:
+        out.append(Scope(default, None))
+    return out
+
+
+def _excepted(policy: Policy, rule: Rule, shape: Shape) -> str | None:
+    """CEL: a config-owned exception lifts the rule for this request (engine._lifted)."""
+    clauses = [_exception(e, shape) for e in policy.exceptions if rule in e.rules]
+    return " || ".join(f"({c})" for c in clauses) if clauses else None
+
+
+def _name() -> str:
+    return ("(has(object.metadata.name) && object.metadata.name != '' ? object.metadata.name : "
+            "has(object.metadata.generateName) && object.metadata.generateName != '' ? "
+            "object.metadata.generateName + '*' : '(unnamed)')")
+
+
+def _exception(e: Exception_, shape: Shape) -> str:
+    s = shape.spec
+    parts = []
+    if e.namespaces:
+        parts.append(f"request.namespace in {strings(e.namespaces)}")
+    if e.names:
+        parts.append(" || ".join(f"{_name()}.matches({lit(fnmatch_regex(p))})" for p in e.names))
+    if e.service_accounts:
+        account = (f"request.namespace + '/' + (has({s}.serviceAccountName) && {s}.serviceAccountName != '' ? "
+                   f"{s}.serviceAccountName : 'default')")
+        users = [f"system:serviceaccount:{a.replace('/', ':', 1)}" for a in e.service_accounts]
+        parts.append(f"{account} in {strings(e.service_accounts)} || request.userInfo.username in {strings(users)}")
+    if e.users:
+        parts.append(f"request.userInfo.username in {strings(e.users)}")
+    if e.groups:
+        parts.append(f"has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {strings(e.groups)})")
+    if e.scheduler_names:
+        parts.append(f"has({s}.schedulerName) && {s}.schedulerName in {strings(e.scheduler_names)}")
+    return " && ".join(f"({p})" for p in parts)
+
+
+def _kind_word(shape: Shape) -> str:
+    """CEL: the kind as messages name it (`deployment`), from the shape's kinds."""
+    if len(shape.kinds) == 1:
+        return lit(shape.kinds[0].kind.lower())
+    return "{" + ", ".join(f"{lit(k.kind)}: {lit(k.kind.lower())}" for k in shape.kinds) + "}[object.kind]"
+
+
+def policy_name(rule: Rule, shape: Shape) -> str:
+    return f"gpu-admission.{rule.value}.{shape.name}"
+
+
+def exported_rules(policy: Policy) -> frozenset[Rule]:
+    """The rules whose policies `export` writes for this configuration."""
+    return frozenset(r for r in EXPORTED if scopes(policy, r)
+                     and (r is not Rule.VISIBLE_DEVICES_OVERRIDE or policy.visible_device_variables)
+                     and (r is not Rule.RUN_AS_ROOT or pinnable(policy))
+                     and (r is not Rule.RUNTIME_CLASS_CONFLICT
+                          or any(c.mechanism == DEVICE_PLUGIN for c in pinnable(policy))))
+
+
+def export(policy: Policy) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    excluded = sorted(policy.exempt_namespaces | {policy.service_namespace})
+    for rule in EXPORTED:
+        if rule not in exported_rules(policy):
+            continue
+        rule_scopes = scopes(policy, rule)
+        # every overridden namespace has its own binding, or none where the rule is off there
+        overridden = sorted(policy.overridden_namespaces)
+        for shape in SHAPES:
+            name = policy_name(rule, shape)
+            labels = {**MANAGED_BY, RULE_LABEL: rule.value}
+            conditions = [{"name": "covered", "expression": coverage(rule, shape, policy)}]
+            excepted = _excepted(policy, rule, shape)
+            if excepted:
+                conditions.append({"name": "not-excepted", "expression": f"!({excepted})"})
+            variables, checks = validations(rule, shape, policy)
+            out.append({
+                "apiVersion": API_VERSION, "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {
+                    "failurePolicy": "Fail" if policy.on_error.get(rule) == "deny" else "Ignore",
+                    "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": shape.rules},
+                    "matchConditions": conditions,
+                    "variables": [
+                        {"name": "spec", "expression": shape.spec},
+                        {"name": "subject", "expression": f"{_kind_word(shape)} + ' \"' + request.namespace + "
+                                                          f"'/' + {_name()} + '\"'"},
+                        *variables,
+                    ],
+                    "validations": [{"expression": v.expression, "messageExpression": v.message, "reason": "Invalid"}
+                                    for v in checks],
+                },
+            })
+            for i, sc in enumerate(rule_scopes):
+                if sc.namespaces is None:
+                    match = {"key": NAMESPACE_LABEL, "operator": "NotIn", "values": sorted({*excluded, *overridden})}
+                    suffix = "default"
+                else:
+                    match = {"key": NAMESPACE_LABEL, "operator": "In", "values": list(sc.namespaces)}
+                    suffix = f"override-{i}"
+                out.append({
+                    "apiVersion": API_VERSION, "kind": "ValidatingAdmissionPolicyBinding",
+                    "metadata": {"name": f"{name}.{suffix}", "labels": labels},
+                    "spec": {"policyName": name, "validationActions": list(sc.validation_actions),
+                             "matchResources": {"namespaceSelector": {"matchExpressions": [match]}}},
+                })
+    return out

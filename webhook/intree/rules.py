@@ -1,0 +1,222 @@
+"""The exported rules: for each, its coverage (coverage.py's predicate, in CEL) and its validations, each
+an expression that is true when the object passes and a messageExpression in the one-line shape of
+docs/DESIGN section 10 (`<object>: <what, with field path>: <why>; <fix> [<rule>] <docs link>`)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
+from webhook.intree.cel import any_of, lit, strings
+from webhook.intree.coverage import DEVICE_LIST_MARK, DOTS, HIDDEN, PLAIN_PATH, pinnable
+from webhook.intree.shapes import Shape
+from webhook.policy.checks import device_access_bypass as dab
+from webhook.policy.checks import visible_devices_override as vdo
+from webhook.policy.gpu import GPU_RESOURCE_PREFIXES
+from webhook.rules import Rule
+
+SECTIONS = (("containers", "container"), ("initContainers", "init container"),
+            ("ephemeralContainers", "ephemeral container"))
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    expression: str  # true: the object passes
+    message: str  # a CEL string
+
+
+def _word(section: str, word: str, c: str) -> str:
+    if section == "initContainers":  # a restartable init container runs beside the main ones
+        return f"(has({c}.restartPolicy) && {c}.restartPolicy == 'Always' ? 'sidecar container' : 'init container')"
+    return lit(word)
+
+
+def _sections(spec: str, predicate: Callable[[str], str]) -> str:
+    """CEL: some container of any section satisfies `predicate` (of the container variable `c`)."""
+    return any_of(f"has({spec}.{s}) && {spec}.{s}.exists(c, {predicate('c')})" for s, _ in SECTIONS)
+
+
+def _tail(policy: Policy, rule: Rule, why: str, fix: str) -> str:
+    return lit(f": {why}; {fix} [{rule.value}] {policy.docs_url(rule)}")
+
+
+def pin(cohort: Cohort, spec: str, policy: Policy) -> str:
+    """CEL: coverage.pinned(...) is `cohort` (the caller has ruled out required node affinity)."""
+    labels = " && ".join(f"{lit(k)} in {spec}.nodeSelector && {spec}.nodeSelector[{lit(k)}] == {lit(v)}"
+                         for k, v in sorted(cohort.node_labels.items()))
+    declared = strings(set(policy.label_cohorts) - set(cohort.node_labels))
+    return f"has({spec}.nodeSelector) && {labels} && {spec}.nodeSelector.all(k, !(k in {declared}))"
+
+
+def _no_required_affinity(spec: str) -> str:
+    return (f"!(has({spec}.affinity) && has({spec}.affinity.nodeAffinity) && "
+            f"has({spec}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution))")
+
+
+def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
+    """CEL: coverage.COVERED[rule] of the object (a matchCondition: no variables there)."""
+    s = shape.spec
+    if rule in (Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT):
+        return f"{_no_required_affinity(s)} && ({any_of(pin(c, s, policy) for c in pinnable(policy))})"
+    if rule is Rule.VISIBLE_DEVICES_OVERRIDE:
+        return "!(" + _sections(s, lambda c: (
+            f"(has({c}.envFrom) && size({c}.envFrom) > 0) || (has({c}.env) && {c}.env.exists(e, "
+            f"e.name == 'NVIDIA_VISIBLE_DEVICES' && has(e.value) && e.value == {lit(HIDDEN)}))")) + ")"
+    if rule is Rule.DEVICE_ACCESS_BYPASS:
+        containers = _sections(s, lambda c: (
+            f"(has({c}.securityContext) && has({c}.securityContext.privileged) && {c}.securityContext.privileged) || "
+            f"(has({c}.volumeMounts) && {c}.volumeMounts.exists(m, m.mountPath.contains({lit(DEVICE_LIST_MARK)})))"))
+        paths = (f"has({s}.volumes) && {s}.volumes.exists(v, has(v.hostPath) && !(v.hostPath.path.matches({lit(PLAIN_PATH)})"
+                 f" && !v.hostPath.path.matches({lit(DOTS)}) && !(v.hostPath.path in ['/var/run', '/proc'] || "
+                 "v.hostPath.path.startsWith('/var/run/') || v.hostPath.path.startsWith('/proc/'))))")
+        return f"!(({containers}) || ({paths}))"
+    raise KeyError(rule)
+
+
+def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    """The rule's variables (beyond `spec` and `subject`) and validations. Variables are evaluated only when
+    read: the positions the messages name cost nothing for an object that passes."""
+    s = "variables.spec"
+    head = "variables.subject + ': ' + "
+    if rule is Rule.VISIBLE_DEVICES_OVERRIDE:
+        variables = [{"name": "names", "expression": strings(policy.visible_device_variables)}]
+        out = []
+        for section, word in SECTIONS:
+            has_var = "has(c.env) && c.env.exists(e, e.name in variables.names)"
+            variables.append({"name": section, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, {has_var})"
+                                                             ".indexOf(true) : -1"})
+            i = f"variables.{section}"
+            c = f"{s}.{section}[{i}]"
+            j = f"{c}.env.map(e, e.name in variables.names).indexOf(true)"
+            e = f"{c}.env[{j}]"
+            path = f"{lit(shape.prefix + '.' + section + '[')} + string({i}) + '].env[' + string({j}) + ']'"
+            out.append(Validation(
+                f"{i} < 0",
+                f"{head}{_word(section, word, c)} + ' \"' + {c}.name + '\" sets ' + {e}.name + ' (' + {path} + ', ' + "
+                f"(has({e}.valueFrom) ? 'with valueFrom' : 'with a literal value') + ')' + "
+                f"{lit(': ' + vdo.WHY + '; remove ')} + {e}.name + "
+                f"{lit(' and ask for GPUs with resources.limits or a ResourceClaim [' + rule.value + '] ' + policy.docs_url(rule))}"))
+        return variables, out
+    if rule is Rule.DEVICE_ACCESS_BYPASS:
+        exposes = any_of([f"v.hostPath.path.startsWith({lit(p)})" for p in dab.DEVICE_PATHS]
+                         + [f"{lit(p)}.startsWith(v.hostPath.path + '/')" for p in dab.DEVICE_PATHS])
+        prefixes = any_of(f"k.startsWith({lit(p)})" for p in dab.ANNOTATION_PREFIXES)
+        meta = shape.meta
+        variables = [
+            {"name": "volume", "expression": f"has({s}.volumes) ? {s}.volumes.map(v, has(v.hostPath) && ({exposes}))"
+                                             ".indexOf(true) : -1"},
+            {"name": "annotations", "expression": f"{shape.meta_has('annotations')} ? "
+                                                  f"{meta}.annotations.filter(k, {prefixes}) : []"},
+        ]
+        v = f"{s}.volumes[variables.volume]"
+        meta_path = "metadata" if shape.meta == "object.metadata" else shape.prefix[: -len(".spec")] + ".metadata"
+        key = "variables.annotations[0]"
+        return variables, [
+            Validation(
+                "variables.volume < 0",
+                f"{head}'volume \"' + {v}.name + '\" mounts the host path ' + {v}.hostPath.path + ' (' + "
+                f"{lit(shape.prefix + '.volumes[')} + string(variables.volume) + '].hostPath.path)' + "
+                f"{_tail(policy, rule, 'GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation', 'remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim')}"),
+            Validation(
+                "size(variables.annotations) == 0",
+                f"{head}'annotation ' + {key} + ' ({meta_path}.annotations[\"' + {key} + '\"]) asks the runtime for CDI "
+                f"devices' + {_tail(policy, rule, 'CDI/NRI device annotations inject devices without allocation', 'remove the annotation')}"),
+        ]
+    if rule is Rule.RUN_AS_ROOT:
+        return _run_as_root(shape, policy)
+    if rule is Rule.RUNTIME_CLASS_CONFLICT:
+        return _runtime_class_conflict(shape, policy)
+    raise KeyError(rule)
+
+
+def _gpu_name(k: str) -> str:
+    return " || ".join(f"{k}.startsWith({lit(p)})" for p in GPU_RESOURCE_PREFIXES)
+
+
+def _device_plugin_gpu(spec: str) -> str:
+    """CEL: some container asks for more than 0 of a device plugin's GPU resource (gpu.analyse under a
+    device-plugin cohort: limits, or requests the limits do not name)."""
+    positive = "quantity({m}[k]).isGreaterThan(quantity('0'))"
+    limits = (f"has(c.resources.limits) && c.resources.limits.exists(k, ({_gpu_name('k')}) && "
+              f"{positive.format(m='c.resources.limits')})")
+    requests = (f"has(c.resources.requests) && c.resources.requests.exists(k, ({_gpu_name('k')}) && "
+                f"!(has(c.resources.limits) && k in c.resources.limits) && {positive.format(m='c.resources.requests')})")
+    return _sections(spec, lambda c: f"has(c.resources) && (({limits}) || ({requests}))")
+
+
+def _runtime_class_conflict(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    s = "variables.spec"
+    rule = Rule.RUNTIME_CLASS_CONFLICT
+    path = f"{shape.prefix}.runtimeClassName"
+    variables: list[dict[str, Any]] = [{"name": "gpu", "expression": _device_plugin_gpu(s)}]
+    out = []
+    for c in pinnable(policy):
+        if c.mechanism != DEVICE_PLUGIN:
+            continue
+        same = f" || {s}.runtimeClassName == {lit(c.runtime_class_name)}" if c.runtime_class_name else ""
+        why = (f'cohort "{c.name}" injects GPUs through the {c.runtime_class_name} RuntimeClass (its containerd '
+               "handler); another runtime starts the container without them")
+        fix = f"set runtimeClassName: {c.runtime_class_name}, or remove it and let the webhook set it"
+        out.append(Validation(
+            f"!({pin(c, s, policy)}) || !has({s}.runtimeClassName){same} || !variables.gpu",
+            f"variables.subject + ': runtimeClassName is \"' + {s}.runtimeClassName + "
+            f"{lit(chr(34) + ' (' + path + ') in a device-plugin GPU pod')} + {_tail(policy, rule, why, fix)}"))
+    return variables, out
+
+
+def _contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str, str, str, str]]:
+    """(field, condition on the securityContext `sc`, what, fix): run_as_root._contradictions in CEL."""
+    security = policy.security
+    out = []
+    if security.run_as_non_root:
+        out.append(("runAsUser", f"has({sc}.runAsUser) && {sc}.runAsUser == 0", "runAsUser: 0",
+                    f"remove runAsUser or set {security.run_as_user}"))
+        out.append(("runAsNonRoot", f"has({sc}.runAsNonRoot) && {sc}.runAsNonRoot == false", "runAsNonRoot: false",
+                    "remove runAsNonRoot: false"))
+    if container:
+        if security.allow_privilege_escalation is False:
+            out.append(("allowPrivilegeEscalation",
+                        f"has({sc}.allowPrivilegeEscalation) && {sc}.allowPrivilegeEscalation == true",
+                        "allowPrivilegeEscalation: true", "set it to false"))
+        if security.drop_capabilities:
+            out.append(("capabilities.add", f"has({sc}.capabilities) && has({sc}.capabilities.add) && "
+                                            f"size({sc}.capabilities.add) > 0", "", "remove the added capabilities"))
+    return out
+
+
+def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    s = "variables.spec"
+    security = policy.security
+    chain = "".join(f"{pin(c, s, policy)} ? {lit(c.name)} : " for c in pinnable(policy)) + "''"
+    variables: list[dict[str, Any]] = [{"name": "cohort", "expression": chain}]
+
+    def tail(fix: str) -> str:
+        why = (f'" run as non-root (UID {security.run_as_user}) without privilege escalation or added '
+               f"capabilities; {fix} [{Rule.RUN_AS_ROOT.value}] {policy.docs_url(Rule.RUN_AS_ROOT)}")
+        return "': workloads on GPU cohort \"' + variables.cohort + " + lit(why)
+
+    out = []
+    who = "the pod" if shape.meta == "object.metadata" else "the pod template"
+    for field, cond, what, fix in _contradictions(f"{s}.securityContext", False, policy):
+        path = f"{shape.prefix}.securityContext.{field}"
+        out.append(Validation(f"!(has({s}.securityContext) && {cond})",
+                              f"variables.subject + {lit(': ' + who + ' sets ' + what + ' (' + path + ')')} + {tail(fix)}"))
+    for section, word in SECTIONS:
+        for n, (field, cond, what, fix) in enumerate(_contradictions("c.securityContext", True, policy)):
+            name = f"{section}{n}"
+            variables.append({"name": name, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, "
+                                                          f"has(c.securityContext) && {cond}).indexOf(true) : -1"})
+            c = f"{s}.{section}[variables.{name}]"
+            added = f"{c}.securityContext.capabilities.add"
+            shown = (f"'capabilities.add: [' + {added}[0] + (size({added}) > 1 ? ', ...' : '') + ']'"
+                     if field == "capabilities.add" else lit(what))
+            out.append(Validation(
+                f"variables.{name} < 0",
+                f"variables.subject + ': ' + {_word(section, word, c)} + ' \"' + {c}.name + '\" sets ' + {shown} + "
+                f"' (' + {lit(shape.prefix + '.' + section + '[')} + string(variables.{name}) + "
+                f"{lit('].securityContext.' + field + ')')} + {tail(fix)}"))
+    return variables, out
+
+
+EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS, Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT)

@@ -11,6 +11,7 @@ from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.intree.cel import any_of, lit, strings
 from webhook.intree.coverage import DEVICE_LIST_MARK, DOTS, HIDDEN, PLAIN_PATH, pinnable
 from webhook.intree.shapes import Shape
+from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.policy.checks import device_access_bypass as dab
 from webhook.policy.checks import visible_devices_override as vdo
 from webhook.policy.gpu import GPU_RESOURCE_PREFIXES
@@ -101,7 +102,7 @@ def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str
     if rule is Rule.DEVICE_ACCESS_BYPASS:
         exposes = any_of([f"v.hostPath.path.startsWith({lit(p)})" for p in dab.DEVICE_PATHS]
                          + [f"{lit(p)}.startsWith(v.hostPath.path + '/')" for p in dab.DEVICE_PATHS])
-        prefixes = any_of(f"k.startsWith({lit(p)})" for p in dab.ANNOTATION_PREFIXES)
+        prefixes = any_of(f"k.startsWith({lit(p)})" for p in ANNOTATION_PREFIXES)
         meta = shape.meta
         variables = [
             {"name": "volume", "expression": f"has({s}.volumes) ? {s}.volumes.map(v, has(v.hostPath) && ({exposes}))"

@@ -155,6 +155,7 @@ class NamespaceOverride:
     namespaces: tuple[str, ...]
     mode: str | None = None
     actions: Mapping[Rule, Action] = field(default_factory=lambda: EMPTY)
+    language: str | None = None  # of the messages in these namespaces (webhook/locale), else the policy's
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +179,7 @@ class Policy:
     cohorts: tuple[Cohort, ...]
     mode: str = "enforce"  # enforce | audit
     docs_base_url: str = ""
+    language: str = "en"  # of the messages (webhook/locale.LANGUAGES); never read from the workload
     service_namespace: str = "gpu-admission"
     exempt_namespaces: frozenset[str] = frozenset()
     actions: Mapping[Rule, Action] = field(default_factory=lambda: EMPTY)
@@ -255,5 +257,8 @@ class Policy:
     def is_exempt(self, namespace: str | None) -> bool:
         return bool(namespace) and (namespace in self.exempt_namespaces or namespace == self.service_namespace)
 
-    def docs_url(self, rule: Rule) -> str:
-        return f"{self.docs_base_url}/{rule.value}.md"
+    def docs_url(self, rule: Rule, language: str = "en") -> str:
+        """The rule's page; a Japanese message links to its Japanese twin, docs/rules/ja/<rule>.md."""
+        if language == "en":
+            return f"{self.docs_base_url}/{rule.value}.md"
+        return f"{self.docs_base_url}/{language}/{rule.value}.md"

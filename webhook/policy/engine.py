@@ -74,21 +74,23 @@ class _Plan(NamedTuple):
     """What the configuration makes of one namespace: the same for every request there."""
 
     dry_run: bool
+    language: str  # of the messages: the policy's, or the namespace override's
     actions: Mapping[Rule, Action]
     checks: Mapping[Target, tuple[Check, ...]]  # the REGISTRY's checks whose action is not off, by target
     mutations: tuple[Any, ...]  # the MUTATIONS whose action is not off
 
 
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
-    mode, actions = policy.mode, policy.actions
+    mode, actions, language = policy.mode, policy.actions, policy.language
     for override in policy.namespace_overrides:
         if namespace in override.namespaces:
             mode = override.mode or mode
+            language = override.language or language
             if override.actions:
                 actions = {**actions, **override.actions}
     checks = {t: tuple(c for c in REGISTRY if t in c.applies_to and actions[c.rule] is not Action.OFF)
               for t in Target}
-    return _Plan(mode == "audit", actions, checks, tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
+    return _Plan(mode == "audit", language, actions, checks, tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
 
 
 def _plan(policy: Policy, namespace: str) -> _Plan:
@@ -119,11 +121,12 @@ def _lifted(policy: Policy, namespace: str, name: str, spec: Mapping[str, Any],
     return frozenset(lifted)
 
 
-def _violations(found: list[tuple[Rule, Finding]], subject: str, actions: Mapping[Rule, Action],
+def _violations(found: list[tuple[Rule, Finding]], subject: str, plan: _Plan,
                 lifted: frozenset[Rule], policy: Policy) -> list[Violation]:
     """The findings with their actions and messages: the one place the object, rule id and docs link are
     added to what a check says."""
     out = []
+    actions = plan.actions
     for rule, f in found:
         if rule in lifted:
             continue
@@ -131,7 +134,8 @@ def _violations(found: list[tuple[Rule, Finding]], subject: str, actions: Mappin
         if f.cap is not None and _STRENGTH[action] > _STRENGTH[f.cap]:
             action = f.cap
         if action is not Action.OFF:
-            out.append(Violation(rule, action, f.path, line(policy, rule, subject, f.what, f.why, f.fix)))
+            out.append(Violation(rule, action, f.path, line(policy, rule, subject, f.what, f.why, f.fix,
+                                                                 plan.language)))
     return out
 
 
@@ -186,9 +190,9 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             if records:
                 mutations.append(Mutation(rule, action, tuple(path for path, _ in records), apply))
             if not apply or action is Action.WARN:
-                verb = "sets" if apply else "would set"
                 reported.extend(
-                    Violation(rule, action, path, mutation_line(policy, rule, view.subject, verb, what, path))
+                    Violation(rule, action, path,
+                              mutation_line(policy, rule, view.subject, apply, what, path, plan.language))
                     for path, what in records)
         if work.changed and not dry_run:
             mutated = work.root
@@ -201,7 +205,7 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
         findings = _about(findings, view, added_ephemeral)
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
     return Evaluation(kind=kind, namespace=namespace, name=name,
-                      violations=tuple(_violations(findings, view.subject, actions, lifted, policy) + reported),
+                      violations=tuple(_violations(findings, view.subject, plan, lifted, policy) + reported),
                       patch=patch,
                       mutated=mutated if patch else None, dry_run=dry_run, cohort=cohort, errors=tuple(errors),
                       mutations=tuple(mutations))
@@ -223,7 +227,7 @@ def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, polic
     target = Target.CLAIM if facts.claim is not None else Target.DEVICE_CLASS
     findings = _run_checks(plan.checks[target], facts, context, policy, lifted, errors)
     return Evaluation(kind=kind, namespace=namespace, name=name,
-                      violations=tuple(_violations(findings, facts.subject, plan.actions, lifted, policy)),
+                      violations=tuple(_violations(findings, facts.subject, plan, lifted, policy)),
                       dry_run=plan.dry_run,
                       cohort=facts.cohort.name if facts.cohort else None, errors=tuple(errors))
 

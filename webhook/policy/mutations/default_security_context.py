@@ -5,6 +5,7 @@ from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, as_str, integer
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import T, Text, who
 from webhook.rules import Rule
 
 RULE = Rule.DEFAULT_SECURITY_CONTEXT
@@ -26,7 +27,7 @@ def _container_defaults(sc: Mapping[str, Any], security: SecurityDefaults) -> di
     return out
 
 
-def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str]]:
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, Text]]:
     if facts.choice.cohort is None:
         return []
     spec = facts.view.spec
@@ -49,7 +50,7 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str
         pod_add["seccompProfile"] = {"type": security.seccomp_profile}
     if pod_add:
         draft.node("spec", "securityContext").update(pod_add)
-        records.append(("spec.securityContext", "pod " + ", ".join(pod_add)))
+        records.append(("spec.securityContext", T("pod {fields}", fields=", ".join(pod_add))))
     for c in facts.view.containers:
         if c.section == "ephemeralContainers":
             continue
@@ -65,5 +66,6 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str
             capabilities = draft.node("spec", c.section, index, "securityContext", "capabilities")
             capabilities["drop"] = add.pop("capabilities")["drop"]
         node.update(add)
-        records.append((f"spec.{c.section}[{index}].securityContext", f"{c.label} " + ", ".join(added)))
+        records.append((f"spec.{c.section}[{index}].securityContext",
+                        T("{container} {fields}", container=who(c), fields=", ".join(added))))
     return records

@@ -2,6 +2,7 @@ from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.objects.access import as_dict, as_list
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import T, Text, who
 from webhook.rules import Rule
 
 RULE = Rule.HIDE_GPUS
@@ -9,7 +10,7 @@ VARIABLE = "NVIDIA_VISIBLE_DEVICES"
 
 
 def mutate(draft: Draft, facts: GpuFacts, policy: Policy,
-           ephemeral: frozenset[str] | None = None) -> list[tuple[str, str]]:
+           ephemeral: frozenset[str] | None = None) -> list[tuple[str, Text]]:
     """On pod CREATE: the containers and init containers that request no GPU. On an UPDATE of
     pods/ephemeralcontainers: the ephemeral containers it adds (`ephemeral`), which never request one; a
     CUDA image's ENV would otherwise give a debug container NVIDIA_VISIBLE_DEVICES=all."""
@@ -30,6 +31,7 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy,
             continue
         index = c.position
         draft.node("spec", c.section, index, "env", create=list).append({"name": VARIABLE, "value": "void"})
-        records.append((f"spec.{c.section}[{index}].env", f"{VARIABLE}=void on {c.label}, which requests no GPU, "
-                        f'under the "{runtime}" runtime'))
+        records.append((f"spec.{c.section}[{index}].env",
+                        T('{variable}=void on {container}, which requests no GPU, under the "{runtime}" runtime',
+                          variable=VARIABLE, container=who(c), runtime=str(runtime))))
     return records

@@ -71,7 +71,7 @@ docs: $(STAMP)
 # gpu_admission.pot, each language's .po updated from it (a new msgid comes in untranslated, which
 # tests/test_messages.py names), then compiled into the .mo the package ships and reads.
 messages: $(STAMP)
-	$(BIN)/pybabel -q extract -F babel.cfg -k T -k N_ --no-location --sort-output \
+	$(BIN)/pybabel -q extract -F babel.cfg -k T -k N_ -k RuleInfo:1 --no-location --sort-output \
 		-o webhook/locale/gpu_admission.pot webhook
 	$(BIN)/pybabel -q update -i webhook/locale/gpu_admission.pot -d webhook/locale -D gpu_admission \
 		--no-fuzzy-matching --ignore-obsolete

@@ -18,7 +18,7 @@ from webhook.policy.messages import T, Text, names, render
 REPO = Path(__file__).resolve().parents[2]
 LOCALE = REPO / "webhook" / "locale"
 TRANSLATED = [lang for lang in LANGUAGES if lang != "en"]
-KEYWORDS = {"T": None, "N_": None}  # as `make messages` extracts (babel.cfg, -k T -k N_)
+KEYWORDS = {"T": None, "N_": None, "RuleInfo": (1,)}  # as `make messages` extracts (-k T -k N_ -k RuleInfo:1)
 
 
 def _source_msgids() -> set[str]:
@@ -74,7 +74,8 @@ def test_every_message_formats_with_its_arguments(language, msgid):
 
 # Identical in Japanese: a format of names only, or words the glossary keeps in English.
 UNCHANGED = {'{word} "{name}"', 'claim "{name}"', 'template "{name}"', "MPS", "container", "init container",
-             "sidecar container", "ephemeral container", 'claim "{claim}" (DRA, {ref})'}
+             "sidecar container", "ephemeral container", 'claim "{claim}" (DRA, {ref})', "NAMESPACE", "audit",
+             "dry-run", "off", "{mark} {subject} ({where}): {state}", "dry-run: {message}"}
 
 
 @pytest.mark.parametrize("language", TRANSLATED)

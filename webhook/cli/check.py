@@ -19,6 +19,7 @@ from webhook.cli.common import (
 from webhook.cli.lines import LineFinder
 from webhook.cli.report import result_dict, summary, text_block
 from webhook.cli.subjects import Subject, warned
+from webhook.policy.messages import T, render
 
 STDIN = "<stdin>"
 
@@ -77,8 +78,9 @@ def run(args) -> int:
         for doc, ev in results:
             print("\n".join(text_block(ev, doc.where)))
         for d in others:
-            print(f"- {str(d.obj.get('kind')).lower()} ({d.where}): skipped, not a kind gpu-admission handles")
-        print(summary([ev for _, ev in results], len(others), len(inputs.errors)))
+            print(render(T("- {kind} ({where}): skipped, not a kind gpu-admission handles",
+                           kind=str(d.obj.get("kind")).lower(), where=d.where), policy.language))
+        print(summary([ev for _, ev in results], len(others), len(inputs.errors), policy.language))
     else:
         if args.output == "json":
             json.dump([result_dict(ev, doc.source) for doc, ev in results], sys.stdout, indent=2, ensure_ascii=False)

@@ -3,9 +3,11 @@ imports, so that `host` runs on a GPU host that has only the policy's own depend
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from webhook.config import ConfigError, Policy, load_layers
+from webhook.locale import LANGUAGES, from_environment
 
 EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
 
@@ -20,12 +22,23 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", metavar="FILE",
                         help="a complete policy the overlays go over, instead of the shipped default (the chart's "
                         "audit CronJob passes the policy the webhook runs)")
+    parser.add_argument("--lang", choices=LANGUAGES, default=None,
+                        help="language of the messages and reports; without it LANGUAGE, LC_ALL, LC_MESSAGES or LANG "
+                        "(the first set, as gettext reads them) decides, and where that names no language of ours "
+                        "(C, POSIX) the policy's `language` does")
 
 
 def load_policy_or_exit(args) -> Policy | None:
     try:
-        return load_layers(args.config, args.set_values, base=args.base)
+        policy = load_layers(args.config, args.set_values, base=args.base)
     except ConfigError as exc:
         for error in exc.errors:
             print(f"gpu-admission: {exc.source}: {error}", file=sys.stderr)
         return None
+    language = cli_language(args)
+    return policy.in_language(language) if language else policy
+
+
+def cli_language(args, environ=None) -> str | None:
+    """The language a command's user asked for: --lang, else the locale, as gettext programs read it."""
+    return getattr(args, "lang", None) or from_environment(os.environ if environ is None else environ)

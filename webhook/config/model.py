@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -256,6 +256,12 @@ class Policy:
 
     def is_exempt(self, namespace: str | None) -> bool:
         return bool(namespace) and (namespace in self.exempt_namespaces or namespace == self.service_namespace)
+
+    def in_language(self, language: str) -> Policy:
+        """This policy with every message in `language`: what a CLI user asks for (--lang, the locale) wins
+        over the policy's `language` and its namespace overrides'."""
+        overrides = tuple(replace(o, language=None) for o in self.namespace_overrides)
+        return replace(self, language=language, namespace_overrides=overrides)
 
     def docs_url(self, rule: Rule, language: str = "en") -> str:
         """The rule's page; a Japanese message links to its Japanese twin, docs/rules/ja/<rule>.md."""

@@ -46,11 +46,11 @@ def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, 
                             added_ephemeral)
     name = display_name(obj)
     if not validate:
-        return Evaluation(kind=kind, namespace=namespace, name=name, dry_run=plan.dry_run,
+        return Evaluation(kind=kind, namespace=namespace, name=name, dry_run=plan.dry_run, language=plan.language,
                           skipped=f"{kind} objects are never mutated")
     if info is not None or is_legacy_dra(obj):
         return _dra_object(obj, kind, name, namespace, policy, context, plan)
-    return Evaluation(kind=kind, namespace=namespace, name=name,
+    return Evaluation(kind=kind, namespace=namespace, name=name, language=plan.language,
                       skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
 
 
@@ -66,7 +66,7 @@ def exempt(obj: dict[str, Any], kind: str, namespace: str, policy: Policy) -> Ev
     """The skipped Evaluation for an object in an exempt namespace (infrastructure, the service's own)."""
     if policy.is_exempt(namespace):
         return Evaluation(kind=kind, namespace=namespace, name=display_name(obj),
-                          skipped=f'namespace "{namespace}" is exempt')
+                          language=_plan(policy, namespace).language, skipped=f'namespace "{namespace}" is exempt')
     return None
 
 
@@ -90,7 +90,8 @@ def _make_plan(policy: Policy, namespace: str) -> _Plan:
                 actions = {**actions, **override.actions}
     checks = {t: tuple(c for c in REGISTRY if t in c.applies_to and actions[c.rule] is not Action.OFF)
               for t in Target}
-    return _Plan(mode == "audit", language, actions, checks, tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
+    return _Plan(mode == "audit", language, actions, checks,
+                 tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF))
 
 
 def _plan(policy: Policy, namespace: str) -> _Plan:
@@ -204,7 +205,7 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
     if added_ephemeral is not None and findings:
         findings = _about(findings, view, added_ephemeral)
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
-    return Evaluation(kind=kind, namespace=namespace, name=name,
+    return Evaluation(kind=kind, namespace=namespace, name=name, language=plan.language,
                       violations=tuple(_violations(findings, view.subject, plan, lifted, policy) + reported),
                       patch=patch,
                       mutated=mutated if patch else None, dry_run=dry_run, cohort=cohort, errors=tuple(errors),
@@ -226,7 +227,7 @@ def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, polic
     errors: list[RuleError] = []
     target = Target.CLAIM if facts.claim is not None else Target.DEVICE_CLASS
     findings = _run_checks(plan.checks[target], facts, context, policy, lifted, errors)
-    return Evaluation(kind=kind, namespace=namespace, name=name,
+    return Evaluation(kind=kind, namespace=namespace, name=name, language=plan.language,
                       violations=tuple(_violations(findings, facts.subject, plan, lifted, policy)),
                       dry_run=plan.dry_run,
                       cohort=facts.cohort.name if facts.cohort else None, errors=tuple(errors))

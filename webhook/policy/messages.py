@@ -8,9 +8,9 @@ resource names) are never translated."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Union
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import NamedTuple, Union
 
 from webhook.config.model import Policy
 from webhook.locale import gettext_for
@@ -18,29 +18,41 @@ from webhook.objects.podspec import Container
 from webhook.rules import Rule
 from webhook.text import safe
 
-Arg = Union[str, int, "Text", "Names"]
+Arg = Union[str, int, "Text", "Names", "Joined"]
+_NO_ARGS: Mapping[str, Arg] = MappingProxyType({})
+_new_text = tuple.__new__
 
 
-@dataclass(frozen=True, slots=True)
-class Text:
-    """A message template (its English text, the msgid) and its named arguments."""
+class Text(NamedTuple):
+    """A message template (its English text, the msgid) and its named arguments. A tuple, not a dataclass:
+    mutations make a few on every pod they change, rendered only when announced."""
 
     msgid: str
-    args: tuple[tuple[str, Arg], ...] = ()
+    args: Mapping[str, Arg] = _NO_ARGS
 
 
-@dataclass(frozen=True, slots=True)
-class Names:
+class Names(NamedTuple):
     """Several values read as a list: 'a, b and c' in English, 'a、b、c' in Japanese."""
 
     values: tuple[Arg, ...]
 
 
-def T(msgid: str, /, **args: Arg) -> Text:  # noqa: N802 - the gettext-style marker `make messages` extracts
-    return Text(msgid, tuple(args.items()))
+class Joined(NamedTuple):
+    """Several values separated by the language's comma, without a final 'and' (a report's extras)."""
+
+    values: tuple[Arg, ...]
 
 
-def N_(msgid: str) -> str:  # noqa: N802
+# What a mutation says it did, made only when it is announced (warn, audit, dry-run): a mutation changes
+# most GPU pods, and an applied default is not reported.
+Said = Callable[[], "Text"]
+
+
+def T(msgid: str, /, **args: Arg) -> Text:
+    return _new_text(Text, (msgid, args))
+
+
+def N_(msgid: str) -> str:
     """Marks a msgid for extraction where the text is translated later (gettext's N_)."""
     return msgid
 
@@ -61,12 +73,14 @@ def _render(value: Arg, tr: Callable[[str], str]) -> str:
         template = tr(value.msgid)
         if not value.args:
             return template
-        return template.format_map({k: _render(v, tr) for k, v in value.args})
+        return template.format_map({k: _render(v, tr) for k, v in value.args.items()})
     if isinstance(value, Names):
         items = [_render(v, tr) for v in value.values]
         if len(items) <= 1:
             return "".join(items)
         return tr(_AND).format(first=tr(_COMMA).join(items[:-1]), last=items[-1])
+    if isinstance(value, Joined):
+        return tr(_COMMA).join(_render(v, tr) for v in value.values)
     return str(value)
 
 
@@ -85,11 +99,11 @@ _SETS = N_("{subject}: sets {path}: {what} [{rule}] {docs}")
 _WOULD_SET = N_("{subject}: would set {path}: {what} [{rule}] {docs}")
 
 
-def mutation_line(policy: Policy, rule: Rule, subject: str, applied: bool, what: Arg, path: str,
+def mutation_line(policy: Policy, rule: Rule, subject: str, applied: bool, what: Said, path: str,
                   language: str = "en") -> str:
     """What a mutation set (or, in dry-run, would set): `<object>: sets <path>: <what> [<rule>] <link>`."""
     tr = gettext_for(language)
-    return safe(tr(_SETS if applied else _WOULD_SET).format(subject=subject, path=path, what=_render(what, tr),
+    return safe(tr(_SETS if applied else _WOULD_SET).format(subject=subject, path=path, what=_render(what(), tr),
                                                             rule=rule.value, docs=policy.docs_url(rule, language)))
 
 
@@ -142,4 +156,20 @@ def lookup_reason(reason: str) -> Arg:
         return T("lookups of {resource} are off", resource=m.group(1))
     if (m := _NOT_LISTED.fullmatch(reason)) is not None:
         return T("{resource} could not be listed: {reason}", resource=m.group(1), reason=m.group(2))
+    return reason
+
+
+_EXEMPT = re.compile(r'namespace "(.*)" is exempt', re.S)
+_OTHER_KIND = re.compile(r"kind (.*) is not one gpu-admission handles", re.S)
+_NOT_MUTATED = re.compile(r"(.*) objects are never mutated", re.S)
+
+
+def skip_reason(reason: str) -> Arg:
+    """Why the engine skipped an object (policy.engine), as the report says it."""
+    if (m := _EXEMPT.fullmatch(reason)) is not None:
+        return T('namespace "{namespace}" is exempt', namespace=m.group(1))
+    if (m := _OTHER_KIND.fullmatch(reason)) is not None:
+        return T("kind {kind} is not one gpu-admission handles", kind=m.group(1))
+    if (m := _NOT_MUTATED.fullmatch(reason)) is not None:
+        return T("{kind} objects are never mutated", kind=m.group(1))
     return reason

@@ -72,6 +72,7 @@ class Evaluation:
     # Every mutation this decision made (or, in dry-run or at audit, would have made); `violations` also
     # lists, with a message, those that are announced (warn, audit, dry-run), for warnings and `check`.
     mutations: tuple[Mutation, ...] = ()
+    language: str = "en"  # of the messages: what reports made of this decision write in (webhook/locale)
 
     @property
     def allowed(self) -> bool:

@@ -19,8 +19,8 @@ from tests.policy.builders import (
     template_claim,
     workload,
 )
-from webhook.policy.messages import render
 from webhook.policy.checks import run_as_root
+from webhook.policy.messages import render
 
 TABLE = Table("run-as-root")
 case = TABLE.case

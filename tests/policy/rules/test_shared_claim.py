@@ -22,8 +22,8 @@ from tests.policy.builders import (
     template_claim,
     workload,
 )
-from webhook.policy.messages import render
 from webhook.policy.checks import shared_claim
+from webhook.policy.messages import render
 
 TABLE = Table("shared-claim")
 case = TABLE.case

@@ -1,7 +1,7 @@
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import T, names, who
+from webhook.policy.messages import Arg, T, names, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -12,7 +12,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if not facts.device_plugin or not (facts.gpu_claims or facts.dra_resources):
         return []
     dp = facts.device_plugin[0]
-    base = {"container": who(dp.container), "resource": dp.resource, "path": dp.path}
+    base: dict[str, Arg] = {"container": who(dp.container), "resource": dp.resource, "path": dp.path}
     if facts.gpu_claims:
         claim = facts.gpu_claims[0]
         other = T('claim "{claim}" (DRA, {ref})', claim=claim.name, ref=claim.ref)

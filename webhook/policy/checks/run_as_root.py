@@ -18,7 +18,7 @@ def _contradictions(sc: Mapping[str, Any], security: SecurityDefaults, container
     out = []
     if security.run_as_non_root:
         if "runAsUser" in sc and integer(sc["runAsUser"]) == 0:
-            out.append(("runAsUser", "runAsUser: 0", T("remove runAsUser or set {uid}", uid=security.run_as_user)))
+            out.append(("runAsUser", "runAsUser: 0", T("remove runAsUser or set {uid}", uid=str(security.run_as_user))))
         if sc.get("runAsNonRoot") is False:
             out.append(("runAsNonRoot", "runAsNonRoot: false", T("remove runAsNonRoot: false")))
     if container:
@@ -55,6 +55,6 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             path=path,
             what=T("{who} sets {setting} ({path})", who=subject, setting=what, path=path),
             why=T('workloads on GPU cohort "{cohort}" run as non-root (UID {uid}) without privilege escalation or '
-                  "added capabilities", cohort=cohort.name, uid=security.run_as_user),
+                  "added capabilities", cohort=cohort.name, uid=str(security.run_as_user)),
             fix=fix))
     return out

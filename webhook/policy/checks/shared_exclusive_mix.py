@@ -57,7 +57,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             if use.resource.endswith(".shared"):
                 what = T("{container} requests the shared {resource} ({path}) in a workload labelled {label}=true",
                          resource=use.resource, **base)
-                fix = T("request the exclusive {resource}, or remove the label", resource=use.resource[: -len(".shared")])
+                fix = T("request the exclusive {resource}, or remove the label",
+                        resource=use.resource[: -len(".shared")])
             else:
                 # time-slicing or MPS without renameByDefault: the shared replicas keep the exclusive name
                 cohort = facts.choice.cohort

@@ -102,3 +102,22 @@ def test_an_unknown_policy_language_is_a_clear_error(capsys, bad_pod, value):
     code, _, err = run(capsys, "check", "--set", f"language={value}", str(bad_pod))
     assert code == 2
     assert "language" in err and "Traceback" not in err
+
+
+def test_sarif_in_japanese(capsys, bad_pod):
+    _, out, _ = run(capsys, "check", "--lang", "ja", "-o", "sarif", str(bad_pod))
+    run_ = json.loads(out)["runs"][0]
+    rules = {r["id"]: r for r in run_["tool"]["driver"]["rules"]}
+    rule = rules["visible-devices-override"]
+    assert rule["shortDescription"]["text"] == ("CUDA_VISIBLE_DEVICES、NVIDIA_VISIBLE_DEVICES などの変数を設定する "
+                                                "container")
+    assert rule["helpUri"].endswith("/docs/rules/ja/visible-devices-override.md")
+    assert rule["help"]["text"].endswith("詳しくは " + rule["helpUri"] + " を参照してください")
+    assert [r["message"]["text"] for r in run_["results"]] == [DENIAL_JA]
+
+
+def test_junit_in_japanese(capsys, bad_pod):
+    import xml.etree.ElementTree as ET
+    _, out, _ = run(capsys, "check", "--lang", "ja", "-o", "junit", str(bad_pod))
+    failure = ET.fromstring(out.split("\n", 1)[1]).find(".//failure")
+    assert failure.get("message") == DENIAL_JA and failure.get("type") == "visible-devices-override"

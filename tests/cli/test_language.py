@@ -16,7 +16,7 @@ from webhook.cli.policy_arg import cli_language
 from webhook.locale import from_environment
 
 DENIAL_JA = ('pod "ai/override": container "trainer" が CUDA_VISIBLE_DEVICES を設定しています '
-             '(spec.containers[0].env[0]、リテラル値で): デバイスプラグインや DRA driver は割り当てた GPU だけをちょうど'
+             '(spec.containers[0].env[0]、リテラル値で): デバイスプラグインや DRA driver は割り当てた GPU だけを正確に'
              '見えるようにします。上書きしても GPU を隠したり誤って伝えたりするだけで何も付与されず、nvidia runtime の下では '
              'NVIDIA_* 変数で Pod が要求していない GPU まで見えてしまうことがあります。対処: CUDA_VISIBLE_DEVICES を削除し、'
              'GPU は resources.limits か ResourceClaim で要求してください [visible-devices-override] '

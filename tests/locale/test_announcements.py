@@ -1,12 +1,12 @@
 """Mutation announcements in both languages: every mutation rule set to `warn` announces what it set, one line
-per field, in English and in Japanese (tests/golden/rules/[ja/]mutations-announced.txt)."""
+per field, in English and in Japanese (tests/golden/locale/[ja/]mutations-announced.txt)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from tests.support import GOLDEN_RULES, compare_golden
+from tests.support import REPO, compare_golden
 from webhook.cli.main import main
 from webhook.rules import MUTATIONS
 
@@ -35,5 +35,5 @@ def test_every_mutation_announces_what_it_set(tmp_path, capsys, request, languag
     assert {v["rule"] for v in announced} == {r.value for r in MUTATIONS}
     assert all(v["action"] == "warn" for v in announced)
     name = "mutations-announced" if language == "en" else "ja/mutations-announced"
-    compare_golden([v["message"] for v in announced], GOLDEN_RULES / f"{name}.txt",
+    compare_golden([v["message"] for v in announced], REPO / "tests" / "golden" / "locale" / f"{name}.txt",
                    update=bool(request.config.getoption("update_golden")), suite="tests/locale")

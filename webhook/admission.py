@@ -16,6 +16,7 @@ from webhook import dispatch, review
 from webhook.handlers.outcome import Outcome
 from webhook.lookups.base import Resolver
 from webhook.metrics import Metrics, outcome_label
+from webhook.policy.messages import T, render
 from webhook.policy.results import Evaluation
 from webhook.server.logs import LOGGER
 from webhook.server.reload import PolicyStore
@@ -30,7 +31,6 @@ _STATUS_LINES = {200: "200 OK", 400: "400 Bad Request", 405: "405 Method Not All
 # Kubernetes names are at most 253 characters (a DNS subdomain); what the request says is capped there.
 NAME_MAX = 253
 LOGGED_VIOLATIONS = 20  # per decision line; the count of the rest is logged with it
-_FAILED = "gpu-admission could not evaluate this request (internal error)"
 
 
 class Admission:
@@ -89,10 +89,17 @@ class Admission:
         log.error("evaluation failed; answered per the failure mode", extra={"fields": {
             "event": "internal-error", "endpoint": endpoint, **_identity(request), "failure_mode": self.failure_mode,
             "error": type(exc).__name__, "where": where(exc)}})
+        try:
+            language = self.store.policy.language_for(request.get("namespace"))
+        except Exception:  # the answer must still be given, in English at worst
+            language = "en"
         if self.failure_mode == "deny":
-            return Outcome(allowed=False, message=f"{_FAILED}; it was refused. Retry, or ask the cluster admins to "
-                                          "check the gpu-admission log")
-        return Outcome(allowed=True, warnings=(f"{_FAILED}; it was allowed without checks",))
+            return Outcome(allowed=False, message=render(T(
+                "gpu-admission could not evaluate this request (internal error); it was refused. Retry, or ask the "
+                "cluster admins to check the gpu-admission log"), language))
+        return Outcome(allowed=True, warnings=(render(T(
+            "gpu-admission could not evaluate this request (internal error); it was allowed without checks"),
+            language),))
 
     def _log_rule_errors(self, request: dict, evaluation: Evaluation) -> None:
         for e in evaluation.errors:

@@ -170,7 +170,7 @@ def response(uid: str, outcome: Outcome, *, mutating: bool, code: int = 403) -> 
         if warnings:
             answer["warnings"] = warnings
     if outcome.audit_annotations:
-        annotations = audit_annotations(outcome.audit_annotations)
+        annotations = audit_annotations(outcome.audit_annotations, language)
         if annotations:
             answer["auditAnnotations"] = annotations
     if mutating and outcome.allowed and outcome.patch:
@@ -180,9 +180,9 @@ def response(uid: str, outcome: Outcome, *, mutating: bool, code: int = 403) -> 
             answer["patchType"] = "JSONPatch"
         else:  # the answer would be too large to send: refused, never allowed without its defaults
             answer.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": denial_message(
-                f"gpu-admission: the defaults this object needs make a JSON patch of {len(patch)} bytes, more than the "
-                f"{PATCH_MAX_BYTES} an answer may carry; set them in the manifest (`gpu-admission mutate` prints it "
-                "with them)")})
+                render(T("gpu-admission: the defaults this object needs make a JSON patch of {size} bytes, more than "
+                         "the {limit} an answer may carry; set them in the manifest (`gpu-admission mutate` prints it "
+                         "with them)", size=len(patch), limit=PATCH_MAX_BYTES), language), language)})
             answer.pop("warnings", None)
     return {"apiVersion": API_VERSION, "kind": KIND, "response": answer}
 
@@ -227,7 +227,7 @@ def _more_note(count: int, language: str = "en") -> str:
 def denial_message(message: str, language: str = "en") -> str:
     # "\n" only: the lines are the handler's; str.splitlines would also split at separators a value carried.
     lines = [one_line(line) for line in str(message).split("\n")]
-    lines = [line for line in lines if line] or ["denied by the gpu-admission policy"]
+    lines = [line for line in lines if line] or [render(T("denied by the gpu-admission policy"), language)]
     kept: list[str] = []
     used = 0
     for line in lines:
@@ -247,7 +247,7 @@ def annotation_key(key: str) -> str:
     return _NOT_IN_KEY.sub("-", str(key))[:ANNOTATION_KEY_MAX].strip("-_.")
 
 
-def audit_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+def audit_annotations(annotations: Mapping[str, str], language: str = "en") -> dict[str, str]:
     """Qualified keys; values on one line, each at most ANNOTATION_VALUE_MAX_BYTES and all together at most
     ANNOTATIONS_MAX_BYTES (a value cut ends in "..."; one that no longer fits is dropped, and the last
     kept says how many were)."""
@@ -272,7 +272,10 @@ def audit_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
         out[name] = text
         used += len(text.encode()) + len(name)
     if dropped:
-        out["not-shown"] = f"{dropped} more annotation{'s' if dropped != 1 else ''}; run `gpu-admission check` on the manifest"
+        out["not-shown"] = render(
+            T("{count} more annotation; run `gpu-admission check` on the manifest", count=dropped)
+            if dropped == 1 else
+            T("{count} more annotations; run `gpu-admission check` on the manifest", count=dropped), language)
     return out
 
 

@@ -257,6 +257,14 @@ class Policy:
     def is_exempt(self, namespace: str | None) -> bool:
         return bool(namespace) and (namespace in self.exempt_namespaces or namespace == self.service_namespace)
 
+    def language_for(self, namespace: str | None) -> str:
+        """The messages' language in `namespace`: the last override naming it that sets one, else the policy's."""
+        language = self.language
+        for override in self.namespace_overrides:
+            if namespace in override.namespaces:
+                language = override.language or language
+        return language
+
     def in_language(self, language: str) -> Policy:
         """This policy with every message in `language`: what a CLI user asks for (--lang, the locale) wins
         over the policy's `language` and its namespace overrides'."""

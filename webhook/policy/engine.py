@@ -81,11 +81,10 @@ class _Plan(NamedTuple):
 
 
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
-    mode, actions, language = policy.mode, policy.actions, policy.language
+    mode, actions, language = policy.mode, policy.actions, policy.language_for(namespace)
     for override in policy.namespace_overrides:
         if namespace in override.namespaces:
             mode = override.mode or mode
-            language = override.language or language
             if override.actions:
                 actions = {**actions, **override.actions}
     checks = {t: tuple(c for c in REGISTRY if t in c.applies_to and actions[c.rule] is not Action.OFF)

@@ -8,7 +8,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DIST := dist
 
-.PHONY: install test lint e2e e2e-cluster run bench certs schema docs lock chart clean intree
+.PHONY: install test lint e2e e2e-cluster run bench certs schema docs messages lock chart clean intree
 
 # The runtime dependencies at the lock's versions first (what the image runs), then the project and
 # its test tools.
@@ -66,6 +66,19 @@ schema: $(STAMP)
 # is run after a change to a rule's entry.
 docs: $(STAMP)
 	$(BIN)/python -m tools.rule_docs docs/rules/README.md
+
+# The message catalogues (webhook/locale): the msgids that T(...) and N_(...) mark in webhook/ into
+# gpu_admission.pot, each language's .po updated from it (a new msgid comes in untranslated, which
+# tests/locale/test_catalogue.py names), then compiled into the .mo the package ships and reads. The
+# creation date is dropped, so that running it again changes nothing.
+messages: $(STAMP)
+	$(BIN)/pybabel -q extract -F babel.cfg -k T -k N_ -k RuleInfo:1 --no-location --sort-output \
+		-o webhook/locale/gpu_admission.pot webhook
+	$(BIN)/pybabel -q update -i webhook/locale/gpu_admission.pot -d webhook/locale -D gpu_admission \
+		--no-fuzzy-matching --ignore-obsolete
+	sed -i 's/^"POT-Creation-Date: .*/"POT-Creation-Date: 2026-12-01 00:00+0000\\n"/' \
+		webhook/locale/gpu_admission.pot webhook/locale/*/LC_MESSAGES/gpu_admission.po
+	$(BIN)/pybabel -q compile -d webhook/locale -D gpu_admission
 
 # The runtime dependencies the image installs, pinned with their hashes (Dockerfile: --require-hashes).
 # Run it after changing `dependencies` in pyproject.toml; tests/test_release.py says when it is due.

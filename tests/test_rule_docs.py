@@ -36,3 +36,23 @@ def test_a_rule_s_page_states_its_kind_and_default_action(rule):
 @pytest.mark.parametrize("rule", list(Rule), ids=str)
 def test_the_docs_link_names_the_rule_s_page(rule):
     assert default_policy().docs_url(rule).endswith(f"/docs/rules/{rule.value}.md")
+
+
+@pytest.mark.parametrize("rule", list(Rule), ids=str)
+def test_a_rule_s_japanese_page_states_its_kind_and_default_action(rule):
+    """docs/rules/ja/<rule>.md, which the Japanese messages link to, says what the English page says of it."""
+    text = (RULE_DOCS / "ja" / f"{rule.value}.md").read_text(encoding="utf-8")
+    info = RULES[rule]
+    assert text.startswith(f"# {rule.value}\n")
+    assert re.search(r"^\| 種類 \| (\w+) ", text, re.M).group(1) == ("mutation" if info.mutation else "validation")
+    assert re.search(r"^\| 既定のアクション \| `(\w+)`", text, re.M).group(1) == info.default.value
+    assert f"](../{rule.value}.md)" in text  # the English page, for the full detail
+
+
+def test_every_japanese_page_is_a_rule_s():
+    assert {p.stem for p in (RULE_DOCS / "ja").glob("*.md")} == {r.value for r in Rule}
+
+
+@pytest.mark.parametrize("rule", list(Rule), ids=str)
+def test_the_japanese_docs_link_names_the_japanese_page(rule):
+    assert default_policy().docs_url(rule, "ja").endswith(f"/docs/rules/ja/{rule.value}.md")

@@ -13,6 +13,7 @@ from webhook.handlers.outcome import Outcome, allow, error
 from webhook.handlers.request import AdmissionRequest
 from webhook.metrics import Metrics, outcome_label
 from webhook.objects.lookup import Resolver
+from webhook.policy.messages import T, render
 from webhook.policy.results import Evaluation
 from webhook.server.logs import LOGGER
 from webhook.text import capped
@@ -22,7 +23,6 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # Kubernetes names are at most 253 characters (a DNS subdomain); what the request says is capped there.
 NAME_MAX = 253
 LOGGED_VIOLATIONS = 20  # per decision line; the count of the rest is logged with it
-_FAILED = "gpu-admission could not evaluate this request (internal error)"
 
 
 class Admission:
@@ -82,9 +82,17 @@ class Admission:
         log.error("evaluation failed; answered per the failure mode", extra={"fields": {
             "event": "internal-error", "endpoint": endpoint, **_identity(request), "failure_mode": self.failure_mode,
             "error": type(exc).__name__, "where": where(exc)}})
+        try:
+            language = self.store.policy.language_for(request.get("namespace"))
+        except Exception:  # the answer must still be given, in English at worst
+            language = "en"
         if self.failure_mode == "deny":
-            return error(f"{_FAILED}; it was refused. Retry, or ask the cluster admins to check the gpu-admission log")
-        return allow(warnings=(f"{_FAILED}; it was allowed without checks",))
+            return error(render(T(
+                "gpu-admission could not evaluate this request (internal error); it was refused. Retry, or ask the "
+                "cluster admins to check the gpu-admission log"), language))
+        return allow(warnings=(render(T(
+            "gpu-admission could not evaluate this request (internal error); it was allowed without checks"),
+            language),))
 
     def _log_rule_errors(self, request: AdmissionRequest, evaluation: Evaluation) -> None:
         for e in evaluation.errors:

@@ -11,16 +11,20 @@ import orjson
 
 from webhook.handlers.outcome import Outcome
 from webhook.handlers.request import AdmissionRequest
+from webhook.policy.messages import T, render
 from webhook.text import one_line
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
-# The apiserver keeps warnings while their `Warning: 299 - "<text>"` headers add up to 4096 bytes,
-# and drops any warning with a control character or invalid UTF-8.
+# The apiserver (k8s.io/apiserver pkg/endpoints/filters/warning.go, the same in 1.34 and 1.37) adds the
+# warnings as `Warning: 299 - "<text>"` headers while their texts add up to 4096 runes (code points, not
+# bytes: utf8.RuneCountInString); past that it cuts every warning, the earlier ones too, to 256 runes. It
+# drops any warning with a control character or invalid UTF-8 (apimachinery's NewWarningHeader). Python's
+# len() of a str counts code points, so a Japanese character counts once here too.
 WARNINGS_BUDGET = 4096
-WARNING_MAX_BYTES = 1024  # "one line each, short": a longer warning is cut
+WARNING_MAX_BYTES = 1024  # "one line each, short": a longer warning is cut, at a character boundary
 DENIAL_MAX_BYTES = 12 * 1024  # kubectl prints the whole message; beyond this it is a wall of text
 # Audit annotations go into every audit event of the request: each value, and all of them together, short.
 ANNOTATION_VALUE_MAX_BYTES = 4 * 1024
@@ -166,19 +170,20 @@ def response(uid: str, outcome: Outcome, *, mutating: bool) -> dict:
     """The AdmissionReview answering `uid`. Only the mutating endpoint ever carries a patch, and
     only with `patchType: JSONPatch` (the apiserver refuses either without the other)."""
     answer: dict[str, Any] = {"uid": uid, "allowed": bool(outcome.allowed)}
+    language = outcome.evaluation.language if outcome.evaluation is not None else "en"
     if not outcome.allowed:
         code = outcome.code
         answer["status"] = {
             "code": code,
             "reason": "Forbidden" if code == 403 else "InternalError",
-            "message": denial_message(outcome.message),
+            "message": denial_message(outcome.message, language),
         }
     if outcome.warnings:
-        warnings = sanitize_warnings(outcome.warnings)
+        warnings = sanitize_warnings(outcome.warnings, language=language)
         if warnings:
             answer["warnings"] = warnings
     if outcome.audit_annotations:
-        annotations = audit_annotations(outcome.audit_annotations)
+        annotations = audit_annotations(outcome.audit_annotations, language)
         if annotations:
             answer["auditAnnotations"] = annotations
     if mutating and outcome.allowed and outcome.patch:
@@ -188,56 +193,61 @@ def response(uid: str, outcome: Outcome, *, mutating: bool) -> dict:
             answer["patchType"] = "JSONPatch"
         else:  # the answer would be too large to send: refused, never allowed without its defaults
             answer.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": denial_message(
-                f"gpu-admission: the defaults this object needs make a JSON patch of {len(patch)} bytes, more than the "
-                f"{PATCH_MAX_BYTES} an answer may carry; set them in the manifest (`gpu-admission mutate` prints it "
-                "with them)")})
+                render(T("gpu-admission: the defaults this object needs make a JSON patch of {size} bytes, more than "
+                         "the {limit} an answer may carry; set them in the manifest (`gpu-admission mutate` prints it "
+                         "with them)", size=len(patch), limit=PATCH_MAX_BYTES), language), language)})
             answer.pop("warnings", None)
     return {"apiVersion": API_VERSION, "kind": KIND, "response": answer}
 
 
 def _cut(text: str, limit: int) -> str:
+    """`text` in at most `limit` UTF-8 bytes, ending in "..." when cut; never inside a character (the
+    apiserver drops a warning that is not valid UTF-8)."""
     raw = text.encode()
     if len(raw) <= limit:
         return text
     return raw[: limit - 3].decode("utf-8", "ignore").rstrip() + "..."
 
 
-def _header_bytes(text: str) -> int:
-    # `299 - "<text>"` with `"` and `\` escaped: what the apiserver counts against its budget.
-    return len(text.encode()) + 8 + text.count('"') + text.count("\\")
+def _runes(text: str) -> int:
+    """What warning.go counts of a warning against its 4096: the text's runes."""
+    return len(text)
 
 
-def sanitize_warnings(warnings: Iterable[str], budget: int = WARNINGS_BUDGET) -> list[str]:
+def sanitize_warnings(warnings: Iterable[str], budget: int = WARNINGS_BUDGET, *, language: str = "en") -> list[str]:
     """One line each, deduplicated, within the apiserver's budget. When they do not all fit, the
     last one says how many were left out, so nothing is dropped silently."""
     lines = list(dict.fromkeys(line for w in warnings if (line := _cut(one_line(w), WARNING_MAX_BYTES))))
-    if sum(map(_header_bytes, lines)) <= budget:
+    if sum(map(_runes, lines)) <= budget:
         return lines
     kept: list[str] = []
-    used = _header_bytes(_more_note(len(lines)))  # room for the note, at its longest
+    used = _runes(_more_note(len(lines), language))  # room for the note, at its longest
     for line in lines:
-        if used + _header_bytes(line) > budget:
+        if used + _runes(line) > budget:
             break
         kept.append(line)
-        used += _header_bytes(line)
-    return kept + [_more_note(len(lines) - len(kept))]
+        used += _runes(line)
+    return kept + [_more_note(len(lines) - len(kept), language)]
 
 
-def _more_note(count: int) -> str:
-    return (f"gpu-admission: {count} more warning{'s' if count != 1 else ''} not shown (the apiserver keeps "
-            "4 KiB of warnings); run `gpu-admission check` on the manifest to see them all")
+def _more_note(count: int, language: str = "en") -> str:
+    return render(T("gpu-admission: {count} more warning not shown (the apiserver keeps 4096 characters of warnings); "
+                    "run `gpu-admission check` on the manifest to see them all", count=count) if count == 1 else
+                  T("gpu-admission: {count} more warnings not shown (the apiserver keeps 4096 characters of "
+                    "warnings); run `gpu-admission check` on the manifest to see them all", count=count), language)
 
 
-def denial_message(message: str) -> str:
+def denial_message(message: str, language: str = "en") -> str:
     # "\n" only: the lines are the handler's; str.splitlines would also split at separators a value carried.
     lines = [one_line(line) for line in str(message).split("\n")]
-    lines = [line for line in lines if line] or ["denied by the gpu-admission policy"]
+    lines = [line for line in lines if line] or [render(T("denied by the gpu-admission policy"), language)]
     kept: list[str] = []
     used = 0
     for line in lines:
         if used + len(line.encode()) + 1 > DENIAL_MAX_BYTES and kept:
             rest = len(lines) - len(kept)
-            kept.append(f"... and {rest} more; run `gpu-admission check` on the manifest to see them all")
+            kept.append(render(T("... and {count} more; run `gpu-admission check` on the manifest to see them all",
+                                 count=rest), language))
             break
         kept.append(_cut(line, DENIAL_MAX_BYTES))
         used += len(kept[-1].encode()) + 1
@@ -250,7 +260,7 @@ def annotation_key(key: str) -> str:
     return _NOT_IN_KEY.sub("-", str(key))[:ANNOTATION_KEY_MAX].strip("-_.")
 
 
-def audit_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+def audit_annotations(annotations: Mapping[str, str], language: str = "en") -> dict[str, str]:
     """Qualified keys; values on one line, each at most ANNOTATION_VALUE_MAX_BYTES and all together at most
     ANNOTATIONS_MAX_BYTES (a value cut ends in "..."; one that no longer fits is dropped, and the last
     kept says how many were)."""
@@ -275,8 +285,10 @@ def audit_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
         out[name] = text
         used += len(text.encode()) + len(name)
     if dropped:
-        out["not-shown"] = (f"{dropped} more annotation{'s' if dropped != 1 else ''}; "
-                            "run `gpu-admission check` on the manifest")
+        out["not-shown"] = render(
+            T("{count} more annotation; run `gpu-admission check` on the manifest", count=dropped)
+            if dropped == 1 else
+            T("{count} more annotations; run `gpu-admission check` on the manifest", count=dropped), language)
     return out
 
 

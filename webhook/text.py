@@ -34,8 +34,11 @@ def one_line(text: object) -> str:
 
 
 def capped(text: object, limit: int) -> str:
-    """`safe`, cut to at most `limit` characters, saying so: for names and values quoted in log fields."""
+    """`safe`, cut to at most `limit` UTF-8 bytes (never inside a character), saying how many more bytes
+    there were: for names and values quoted in log fields, whose size log pipelines count in bytes."""
     value = safe(text)
-    if len(value) <= limit:
+    raw = value.encode()
+    if len(raw) <= limit:
         return value
-    return f"{value[:limit]}...({len(value) - limit} more)"
+    kept = raw[:limit].decode("utf-8", "ignore")
+    return f"{kept}...({len(raw) - len(kept.encode())} more bytes)"

@@ -15,6 +15,7 @@ from tests.schemas import crd_errors, validate_junit, validate_sarif
 from tests.support import DATA
 from webhook.audit.listing import AUDITED, list_cluster
 from webhook.audit.progress import Progress
+from webhook.audit.table import columns
 from webhook.cli.main import main
 from webhook.config.load import DEFAULT_PATH
 from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
@@ -501,3 +502,33 @@ def test_audit_compares_requests_with_the_clusters_nodes(cluster, audit, tmp_pat
     assert [(v["rule"], v["action"]) for v in result["violations"]] == found
     assert rc == 0
     assert bool(cluster.calls_to("nodes")) is bool(lookups)
+
+
+def test_the_table_in_japanese(cluster, audit):
+    """The same audit with --lang ja: headings, marks and summary in Japanese, columns aligned in terminal
+    columns (a Japanese character takes two), rule ids, namespaces, objects and paths as they are."""
+    rc, out, _ = audit("--lang", "ja")
+    _, english, _ = audit()
+    assert rc == 1
+    lines, lines_en = out.splitlines(), english.splitlines()
+    assert lines[0].split() == ["ルール", "NAMESPACE", "アクション", "オブジェクト", "パス"]
+    double = next(line for line in lines if line.startswith("double-mechanism"))
+    assert double.split()[1:4] == ["ai-workloads", "拒否", "Pod/trainer"]
+    assert [line.split()[-1] for line in lines[1:lines.index("")]] == \
+        [line.split()[-1] for line in lines_en[1:lines_en.index("")]]  # the same rows, the same paths
+    assert lines[-1] == "6 個の namespace で 21 件のオブジェクトを監査、拒否対象 1 件、指摘ありで許可 2 件。"
+    # aligned on the screen: each cell starts at its heading's terminal column
+    header = lines[0]
+    for heading, cell in (("NAMESPACE", "ai-workloads"), ("アクション", "拒否"), ("オブジェクト", "Pod/trainer")):
+        assert columns(header[: header.index(heading)]) == columns(double[: double.index(cell)]), heading
+
+
+def test_policyreport_messages_in_japanese(cluster, audit):
+    rc, out, _ = audit("-o", "policyreport", "--lang", "ja")
+    assert rc == 1
+    reports = list(yaml.safe_load_all(out))
+    results = [r for report in reports for r in report["results"]]
+    fail = [r for r in results if r["result"] == "fail"]
+    assert [r["rule"] for r in fail] == ["double-mechanism"]
+    assert "両方要求しています" in fail[0]["message"] and fail[0]["message"].endswith("ja/double-mechanism.md")
+    assert {r["message"] for r in results if r["result"] == "pass"} == {"gpu-admission の rule に該当しませんでした"}

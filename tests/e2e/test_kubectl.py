@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from tests.e2e.conftest import CLI, REPO
+from tests.e2e.conftest import CLI, REPO, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -47,6 +47,51 @@ def test_denial_as_kubectl_prints_it(kubectl, golden_namespace, tmp_path, golden
     assert result.stdout == ""
     golden(result.stderr, "denial-visible-devices")
     assert kubectl.run("get", "pod", "cuda", "-n", golden_namespace, check=False).returncode == 1
+
+
+@pytest.fixture(scope="module")
+def japanese_namespace(cluster, release):
+    """A namespace whose messages the policy gives in Japanese (namespaceOverrides[].language), through a
+    real `helm upgrade` of the chart; the release's values are restored after."""
+    name = cluster.namespace("ml-golden-ja")
+    release.upgrade({"policy": {"namespaceOverrides": [{"namespaces": [name], "language": "ja"}]}})
+    yield name
+    release.upgrade()
+    cluster.kubectl.run("delete", "namespace", name, "--wait=false", check=False)
+
+
+def test_a_japanese_denial_as_kubectl_prints_it(kubectl, japanese_namespace, tmp_path, golden, webhook):
+    """The same denial as above, in Japanese: rule id, path and names as they are, the Japanese docs page."""
+    pod = gpu_pod(japanese_namespace, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])
+    result = wait_for(lambda: (r := kubectl.apply_file(write(tmp_path, "pod.yaml", pod))).returncode == 1
+                      and "[visible-devices-override]" in r.stderr and "対処" in r.stderr and r,
+                      "the Japanese policy")
+    assert result.stdout == ""
+    golden(result.stderr, "denial-visible-devices-ja")
+    assert "/docs/rules/ja/visible-devices-override.md" in result.stderr
+    # its benign twin, in the same namespace, is created without a word
+    twin = kubectl.apply_file(write(tmp_path, "twin.yaml", gpu_pod(japanese_namespace, name="cuda-twin")))
+    assert (twin.returncode, twin.stdout, twin.stderr) == (0, "pod/cuda-twin created\n", "")
+
+
+def test_japanese_warnings_fit_the_apiserver_s_budget(kubectl, japanese_namespace, tmp_path, webhook):
+    """Many Japanese warnings (run-as-root warns by default): the real apiserver counts their runes
+    (warning.go), so what the webhook keeps, more than 4096 bytes of them, reaches kubectl whole: none is cut
+    to 256 runes, and the last line says how many more there were."""
+    pod = gpu_pod(japanese_namespace, name="many-roots")
+    pod["spec"]["nodeSelector"] = {"eks.amazonaws.com/compute-type": "hybrid",
+                                   "workload.example.com/gpu-allocation": "device-plugin"}
+    pod["spec"]["containers"] = [{"name": f"c{i}", "image": "registry.example.invalid/tool:1",
+                                  "securityContext": {"runAsUser": 0}} for i in range(40)]
+    result = kubectl.apply_file(write(tmp_path, "pod.yaml", pod))
+    assert result.returncode == 0, result.stderr
+    warnings = [line[len("Warning: "):] for line in result.stderr.splitlines() if line.startswith("Warning: ")]
+    findings = [w for w in warnings if "[run-as-root]" in w and w.endswith("ja/run-as-root.md")]
+    assert len(findings) >= 8 and sum(len(w.encode()) for w in findings) > 4096
+    assert sum(len(w) for w in warnings) <= 4096
+    assert all(w in findings or w.startswith(("gpu-admission: 表示しきれない警告", "... run-as-root の指摘"))
+               for w in warnings), warnings
+    assert warnings[-1].startswith(("gpu-admission: 表示しきれない警告があと ", "... run-as-root の指摘があと "))
 
 
 def test_the_benign_twin_is_created(kubectl, golden_namespace, tmp_path, golden, webhook):

@@ -8,11 +8,13 @@ tests/golden/rules/<case id>.txt; a case without findings has none; `pytest --up
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -497,7 +499,8 @@ def _assert_readable(ev, policy):
         m = v.message
         assert not _CONTROL.search(m), f"not one line: {m!r}"
         assert m.startswith(subject), f"message does not start by naming the object ({subject}): {m}"
-        assert m.endswith(f"[{v.rule.value}] {policy.docs_url(v.rule)}"), f"no rule id and docs link at the end: {m}"
+        assert m.endswith(f"[{v.rule.value}] {policy.docs_url(v.rule, policy.language)}"), \
+            f"no rule id and docs link at the end: {m}"
         assert v.path in m, f"message does not name its field path {v.path}: {m}"
         for value in SECRET_LIKE:
             assert value not in m, f"message repeats the value {value!r}: {m}"
@@ -518,6 +521,27 @@ def check_case(case: Case, evaluate, golden) -> None:
         assert ev.cohort == case.cohort
     _assert_readable(ev, policy)
     golden([v.message for v in ev.violations])
+    # The same decision in Japanese: the same rules, actions and paths, each message in the catalogue's
+    # words (tests/golden/rules/ja/<case id>.txt), linking to the rule's Japanese page.
+    ja = in_japanese(policy)
+    ev_ja = evaluate(case.obj, policy=ja, docs=case.docs, user=case.user, namespace=case.namespace)
+    assert [(v.rule, v.action, v.path) for v in ev_ja.violations] == [(v.rule, v.action, v.path) for v in ev.violations]
+    assert ev_ja.allowed is ev.allowed and ev_ja.patch == ev.patch
+    _assert_readable(ev_ja, ja)
+    for v in ev_ja.violations:
+        assert _JAPANESE.search(v.message.split(": ", 1)[1]), f"not in Japanese: {v.message}"
+    golden([v.message for v in ev_ja.violations], f"ja/{case.id}")
+
+
+_JAPANESE = re.compile("[\u3040-\u30ff\u4e00-\u9fff]")
+_IN_JAPANESE: dict[int, Any] = {}
+
+
+def in_japanese(policy):
+    """The policy with `language: ja` (one copy per policy: a Policy caches what it derives)."""
+    if id(policy) not in _IN_JAPANESE:
+        _IN_JAPANESE[id(policy)] = (policy, dataclasses.replace(policy, language="ja"))
+    return _IN_JAPANESE[id(policy)][1]
 
 
 def facts_of(obj: dict, policy, docs=()):

@@ -76,6 +76,9 @@ def test_case_ids_are_unique_and_every_golden_file_has_a_case_with_messages():
     assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", i) for i in ids)
     orphans = sorted(p.name for p in GOLDEN_RULES.glob("*.txt") if p.stem not in set(ids))
     assert orphans == []
+    # the Japanese goldens are the same cases'
+    japanese = {p.stem for p in (GOLDEN_RULES / "ja").glob("*.txt")}
+    assert japanese == {p.stem for p in GOLDEN_RULES.glob("*.txt")}
     assert [p.name for p in GOLDEN_RULES.glob("*.txt") if not p.read_text(encoding="utf-8")] == []
 
 

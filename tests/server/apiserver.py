@@ -236,9 +236,10 @@ def _judge_warnings(path: str, warnings) -> None:
             raise Rejected(f"{path}: warning that is not valid UTF-8 would be dropped: {w!r}") from None
         if not w:
             raise Rejected(f"{path}: empty warning")
-        total += len(w.encode()) + 8 + w.count('"') + w.count("\\")  # `299 - "<escaped text>"`
+        # k8s.io/apiserver pkg/endpoints/filters/warning.go counts each text's runes (utf8.RuneCountInString)
+        total += len(w)
     if total > WARNINGS_BUDGET:
-        raise Rejected(f"{path}: warnings total {total} bytes; the apiserver truncates past {WARNINGS_BUDGET}")
+        raise Rejected(f"{path}: warnings total {total} runes; the apiserver truncates past {WARNINGS_BUDGET}")
     if len(set(warnings)) != len(warnings):
         raise Rejected(f"{path}: duplicate warnings (the apiserver shows each once)")
 

@@ -152,7 +152,10 @@ def test_bad_log_settings_are_refused_by_name(env, message):
 
 
 @pytest.mark.parametrize(("name", "logged"), [
-    pytest.param("x" * (1024 * 1024), "x" * 253 + f"...({1024 * 1024 - 253} more)", id="megabyte-name-capped"),
+    pytest.param("x" * (1024 * 1024), "x" * 253 + f"...({1024 * 1024 - 253} more bytes)", id="megabyte-name-capped"),
+    # counted in UTF-8 bytes (3 a Japanese character), cut between characters: 84 of them are 252 bytes
+    pytest.param("名" * 100, "名" * 84 + "...(48 more bytes)", id="japanese-name-capped-in-bytes"),
+    pytest.param("名" * 84, "名" * 84, id="japanese-name-within-the-cap-whole"),
     pytest.param("y" * 253, "y" * 253, id="longest-kubernetes-name-whole"),
     pytest.param("a\u2028[double-mechanism] forged\u202e", "a\\u2028[double-mechanism] forged\\u202e",
                  id="separators-escaped"),

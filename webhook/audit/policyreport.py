@@ -23,6 +23,7 @@ from webhook.lookups.resources import (
     POLICY_REPORTS,
     ApiResource,
 )
+from webhook.policy.messages import T, render, skip_reason
 from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
 
 POLICY = "gpu-admission"
@@ -81,24 +82,25 @@ def _result(outcome: str, message: str, timestamp: dict, *, rule: Rule | None = 
 
 def object_results(a: Audited, timestamp: dict) -> list[dict]:
     ev = a.evaluation
+    language = ev.language
     refs = [_resource_ref(a)]
     if ev.skipped:
-        return [_result("skip", ev.skipped, timestamp, resources=refs)]
+        return [_result("skip", render(skip_reason(ev.skipped), language), timestamp, resources=refs)]
     out = []
     for v in ev.violations:
         out.append(_result(_RESULT[v.action], v.message, timestamp, rule=v.rule, severity=_SEVERITY[v.action],
                            resources=refs, properties={"action": v.action.value, "path": v.path}))
     for e in ev.errors:
-        out.append(_result("error", f"rule {e.rule.value} failed internally: {e.error}", timestamp,
-                           rule=e.rule, resources=refs))
+        out.append(_result("error", render(T("rule {rule} failed internally: {error}", rule=e.rule.value,
+                                             error=e.error), language), timestamp, rule=e.rule, resources=refs))
     if not out:
-        out.append(_result("pass", "no gpu-admission rule fired", timestamp, resources=refs))
+        out.append(_result("pass", render(T("no gpu-admission rule fired"), language), timestamp, resources=refs))
     return out
 
 
-def failure_result(f: ListFailure, timestamp: dict) -> dict:
-    return _result("error", f"cannot list {f.where}: {f.reason}", timestamp,
-                   properties={"resource": f.resource.qualified})
+def failure_result(f: ListFailure, timestamp: dict, language: str = "en") -> dict:
+    return _result("error", render(T("cannot list {where}: {reason}", where=f.where, reason=f.reason), language),
+                   timestamp, properties={"resource": f.resource.qualified})
 
 
 def _report(namespace: str, results: list[dict], owner: dict | None, api: ReportApi) -> dict:
@@ -129,7 +131,7 @@ def _fit(report: dict) -> dict:
 
 
 def build_reports(audited: list[Audited], failures: tuple[ListFailure, ...], *, now: datetime.datetime,
-                  owner: dict | None = None, api: ReportApi = WGPOLICY) -> list[dict]:
+                  owner: dict | None = None, api: ReportApi = WGPOLICY, language: str = "en") -> list[dict]:
     """Reports sorted by namespace, then the cluster-wide report when it has results."""
     timestamp = {"seconds": int(now.timestamp()), "nanos": 0}
     by_namespace: dict[str, list[dict]] = defaultdict(list)
@@ -137,7 +139,7 @@ def build_reports(audited: list[Audited], failures: tuple[ListFailure, ...], *, 
         namespace = (a.obj.get("metadata") or {}).get("namespace", "") if a.resource.namespaced else ""
         by_namespace[namespace].extend(object_results(a, timestamp))
     for f in failures:
-        by_namespace[f.namespace or ""].append(failure_result(f, timestamp))
+        by_namespace[f.namespace or ""].append(failure_result(f, timestamp, language))
     reports = [_report(ns, by_namespace[ns], owner, api) for ns in sorted(by_namespace) if ns]
     if by_namespace.get(""):
         reports.append(_report("", by_namespace[""], owner, api))

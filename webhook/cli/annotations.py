@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from webhook.cli.subjects import Subject, level
+from webhook.policy.messages import T, render
 
 _COMMAND = {"error": "error", "warning": "warning", "note": "notice"}
 
@@ -32,7 +33,9 @@ def github_lines(subjects: Iterable[Subject], *, input_errors: Iterable[str] = (
             out.append(_command(_COMMAND[level(v, ev.dry_run)], v.message, file=s.file,
                                 line=s.line(v.path), title=f"gpu-admission {v.rule.value}"))
         for e in ev.errors:
-            out.append(_command("warning", f"{s.title}: rule {e.rule.value} failed internally: {e.error}",
+            out.append(_command("warning", f"{s.title}: " + render(T("rule {rule} failed internally: {error}",
+                                                                    rule=e.rule.value, error=e.error),
+                                                                  s.evaluation.language),
                                 file=s.file, title=f"gpu-admission {e.rule.value}"))
     out.extend(_command("error", e, title="gpu-admission input") for e in input_errors)
     return out

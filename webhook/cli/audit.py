@@ -90,7 +90,7 @@ def _failure_dict(f: ListFailure, source: dict) -> dict:
             "patch": [], "error": f.reason}
 
 
-def _policy_reports(args, client, audited, listing, namespaces) -> bool:
+def _policy_reports(args, client, audited, listing, namespaces, language="en") -> bool:
     """Print the reports, or with --apply write them; False when something could not be done."""
     owner = None
     if args.owner_webhook:
@@ -101,7 +101,7 @@ def _policy_reports(args, client, audited, listing, namespaces) -> bool:
             return False
     api = OPENREPORTS if args.output == "openreports" else WGPOLICY
     reports = build_reports(audited, listing.failures, now=datetime.datetime.now(datetime.UTC), owner=owner,
-                            api=api)
+                            api=api, language=language)
     if not args.apply:
         sys.stdout.write(yaml.safe_dump_all(reports, sort_keys=False, allow_unicode=True))
         return True
@@ -168,11 +168,11 @@ def run(args) -> int:
             json.dump(results, sys.stdout, indent=2, ensure_ascii=False)
             sys.stdout.write("\n")
         elif args.output == "table":
-            print(render_table(audited, listing.failures))
+            print(render_table(audited, listing.failures, policy.language))
         elif args.output not in REPORTS:
             write_ci_output(args.output, _subjects(audited), policy, name="gpu-admission audit",
                             input_errors=[f"cannot list {f.where}: {f.reason}" for f in listing.failures])
-        elif not _policy_reports(args, client, audited, listing, namespaces):
+        elif not _policy_reports(args, client, audited, listing, namespaces, policy.language):
             return EXIT_ERROR
         elif args.apply and not args.fail_on_findings:
             return EXIT_OK  # a CronJob that writes reports succeeds when they are written

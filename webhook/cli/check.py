@@ -19,6 +19,7 @@ from webhook.cli.common import (
 from webhook.cli.lines import LineFinder
 from webhook.cli.report import result_dict, summary, text_block
 from webhook.cli.subjects import Subject, warned
+from webhook.policy.messages import T, render
 
 STDIN = "<stdin>"
 # Not checked, but read: the cluster's capacity that unsatisfiable-request compares requests with.
@@ -91,8 +92,9 @@ def run(args) -> int:
         if capacity:
             print(f"- {capacity_line(capacity)}: the cluster capacity that unsatisfiable-request compares with")
         for d in others:
-            print(f"- {str(d.obj.get('kind')).lower()} ({d.where}): skipped, not a kind gpu-admission handles")
-        print(summary([ev for _, ev in results], len(others), len(inputs.errors)))
+            print(render(T("- {kind} ({where}): skipped, not a kind gpu-admission handles",
+                           kind=str(d.obj.get("kind")).lower(), where=d.where), policy.language))
+        print(summary([ev for _, ev in results], len(others), len(inputs.errors), policy.language))
     else:
         if args.output == "json":
             json.dump([result_dict(ev, doc.source) for doc, ev in results], sys.stdout, indent=2, ensure_ascii=False)

@@ -8,15 +8,19 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from webhook.cli.subjects import Subject
+from webhook.policy.messages import T, render, skip_reason
 from webhook.rules import Action
+
+_MARK = {Action.WARN: T("warn"), Action.AUDIT: T("audit"), Action.OFF: T("off")}
 
 
 def _case(s: Subject) -> tuple[ET.Element, bool, bool, bool]:
     ev = s.evaluation
+    language = ev.language
     case = ET.Element("testcase", name=s.title, classname=s.group)
     failed = errored = False
     if ev.skipped:
-        ET.SubElement(case, "skipped", message=ev.skipped)
+        ET.SubElement(case, "skipped", message=render(skip_reason(ev.skipped), language))
         return case, False, False, True
     others = []
     for v in ev.violations:
@@ -25,10 +29,12 @@ def _case(s: Subject) -> tuple[ET.Element, bool, bool, bool]:
             failure.text = f"{s.where}: {v.path}: {v.message}"
             failed = True
         else:
-            mark = "patch" if v.rule.is_mutation else ("would deny" if v.action is Action.ENFORCE else v.action.value)
-            others.append(f"{mark}: {v.message}")
+            mark = T("patch") if v.rule.is_mutation else (T("would deny") if v.action is Action.ENFORCE else
+                                                          _MARK[v.action])
+            others.append(f"{render(mark, language)}: {v.message}")
     for e in ev.errors:
-        error = ET.SubElement(case, "error", type=e.rule.value, message=f"rule {e.rule.value} failed internally")
+        error = ET.SubElement(case, "error", type=e.rule.value,
+                              message=render(T("rule {rule} failed internally", rule=e.rule.value), language))
         error.text = f"{s.where}: {e.error}"
         errored = True
     if others:

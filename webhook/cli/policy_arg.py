@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 
 from webhook.config import ConfigError, Policy, load_layers
 from webhook.config.model import InTree
+from webhook.locale import LANGUAGES, from_environment
 
 EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
 
@@ -22,6 +24,10 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", metavar="FILE",
                         help="a complete policy the overlays go over, instead of the shipped default (the chart's "
                         "audit CronJob passes the policy the webhook runs)")
+    parser.add_argument("--lang", choices=LANGUAGES, default=None,
+                        help="language of the messages and reports; without it LANGUAGE, LC_ALL, LC_MESSAGES or LANG "
+                        "(the first set, as gettext reads them) decides, and where that names no language of ours "
+                        "(C, POSIX) the policy's `language` does")
 
 
 def load_policy_or_exit(args) -> Policy | None:
@@ -29,8 +35,16 @@ def load_policy_or_exit(args) -> Policy | None:
     runs the in-tree policies for a command (`check` and `audit` report every rule themselves)."""
     try:
         policy = load_layers(args.config, args.set_values, base=args.base)
-        return dataclasses.replace(policy, in_tree=InTree()) if policy.in_tree != InTree() else policy
     except ConfigError as exc:
         for error in exc.errors:
             print(f"gpu-admission: {exc.source}: {error}", file=sys.stderr)
         return None
+    if policy.in_tree != InTree():
+        policy = dataclasses.replace(policy, in_tree=InTree())
+    language = cli_language(args)
+    return policy.in_language(language) if language else policy
+
+
+def cli_language(args, environ=None) -> str | None:
+    """The language a command's user asked for: --lang, else the locale, as gettext programs read it."""
+    return getattr(args, "lang", None) or from_environment(os.environ if environ is None else environ)

@@ -1,10 +1,13 @@
 """Results as `check --output json` gives them (and `audit` reuses), and as a readable report."""
 from __future__ import annotations
 
+from unicodedata import east_asian_width
+
+from webhook.policy.messages import Arg, Joined, T, render, skip_reason
 from webhook.policy.results import Evaluation
 from webhook.rules import Action
 
-_MARK = {Action.ENFORCE: "deny", Action.WARN: "warn", Action.AUDIT: "audit"}
+_MARK = {Action.ENFORCE: T("deny"), Action.WARN: T("warn"), Action.AUDIT: T("audit")}
 
 
 def result_dict(ev: Evaluation, source) -> dict:
@@ -20,38 +23,62 @@ def result_dict(ev: Evaluation, source) -> dict:
 
 
 def text_block(ev: Evaluation, where: str) -> list[str]:
+    language = ev.language
     subject = f'{ev.kind.lower()} "{ev.namespace}/{ev.name}"' if ev.namespace else f'{ev.kind.lower()} "{ev.name}"'
     if ev.skipped:
-        return [f"- {subject} ({where}): skipped, {ev.skipped}"]
-    state = "allowed" if ev.allowed else "DENIED"
-    extras = []
+        return [render(T("- {subject} ({where}): skipped, {reason}", subject=subject, where=where,
+                         reason=skip_reason(ev.skipped)), language)]
+    extras: list[Arg] = []
     if ev.dry_run:
-        extras.append("dry-run")
+        extras.append(T("dry-run"))
     if ev.cohort:
-        extras.append(f"cohort {ev.cohort}")
+        extras.append(T("cohort {cohort}", cohort=ev.cohort))
     if ev.patch:
-        extras.append(f"{len(ev.patch)} patch operation{'s' if len(ev.patch) != 1 else ''}")
-    lines = [f"{'✓' if ev.allowed else '✗'} {subject} ({where}): {state}"
-             + (f" [{', '.join(extras)}]" if extras else "")]
+        count = len(ev.patch)
+        extras.append(T("{count} patch operation", count=count) if count == 1 else
+                      T("{count} patch operations", count=count))
+    state = T("allowed") if ev.allowed else T("DENIED")
+    head = render(T("{mark} {subject} ({where}): {state}", mark="✓" if ev.allowed else "✗", subject=subject,
+                    where=where, state=state), language)
+    if extras:
+        head += f" [{render(_joined(extras), language)}]"
+    lines = [head]
     for v in ev.violations:
-        mark = "patch" if v.rule.is_mutation else ("would deny" if ev.dry_run and v.action is Action.ENFORCE
-                                                   else _MARK[v.action])
-        lines.append(f"    {mark:<10} {v.message}")
+        mark = T("patch") if v.rule.is_mutation else (T("would deny") if ev.dry_run and v.action is Action.ENFORCE
+                                                      else _MARK[v.action])
+        lines.append(f"    {_pad(render(mark, language), 10)} {v.message}")
     for e in ev.errors:
-        lines.append(f"    {'error':<10} rule {e.rule.value} failed internally: {e.error}")
+        lines.append(f"    {_pad(render(T('error'), language), 10)} "
+                     + render(T("rule {rule} failed internally: {error}", rule=e.rule.value, error=e.error), language))
     return lines
 
 
-def summary(evaluations: list[Evaluation], skipped_kinds: int, errors: int) -> str:
+def summary(evaluations: list[Evaluation], skipped_kinds: int, errors: int, language: str = "en") -> str:
     denied = sum(1 for e in evaluations if not e.allowed)
     warned = sum(1 for e in evaluations if e.allowed and e.violations)
     exempt = sum(1 for e in evaluations if e.skipped)
-    parts = [f"{len(evaluations)} object{'s' if len(evaluations) != 1 else ''} checked", f"{denied} denied",
-             f"{len(evaluations) - denied - exempt} allowed ({warned} with findings)"]
+    checked = len(evaluations)
+    parts: list[Arg] = [
+        T("{count} object checked", count=checked) if checked == 1 else T("{count} objects checked", count=checked),
+        T("{count} denied", count=denied),
+        T("{count} allowed ({warned} with findings)", count=checked - denied - exempt, warned=warned)]
     if exempt:
-        parts.append(f"{exempt} exempt")
+        parts.append(T("{count} exempt", count=exempt))
     if skipped_kinds:
-        parts.append(f"{skipped_kinds} of other kinds skipped")
+        parts.append(T("{count} of other kinds skipped", count=skipped_kinds))
     if errors:
-        parts.append(f"{errors} input error{'s' if errors != 1 else ''}")
-    return "; ".join(parts)
+        parts.append(T("{count} input error", count=errors) if errors == 1 else
+                     T("{count} input errors", count=errors))
+    separator = render(T("; "), language)
+    return separator.join(render(p, language) for p in parts)
+
+
+def _joined(values: list[Arg]) -> Arg:
+    """Values separated by the language's comma (the bracketed extras of a report line)."""
+    return Joined(tuple(values))
+
+
+def _pad(text: str, width: int) -> str:
+    """`text` left-aligned in `width` terminal columns: a Japanese character takes two."""
+    columns = sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
+    return text + " " * max(0, width - columns)

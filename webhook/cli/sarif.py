@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from webhook.cli.subjects import Subject, default_level, level
 from webhook.config.model import Policy
+from webhook.policy.messages import T, Text, render
 from webhook.rules import SUMMARIES, Rule
 from webhook.version import package_version
 
@@ -22,9 +23,10 @@ def _descriptor(rule: Rule, policy: Policy) -> dict:
     kind = "mutation" if rule.is_mutation else "validation"
     return {
         "id": rule.value,
-        "shortDescription": {"text": SUMMARIES[rule]},
-        "helpUri": policy.docs_url(rule),
-        "help": {"text": f"{SUMMARIES[rule]}. See {policy.docs_url(rule)}"},
+        "shortDescription": {"text": render(Text(SUMMARIES[rule]), policy.language)},
+        "helpUri": policy.docs_url(rule, policy.language),
+        "help": {"text": render(T("{summary}. See {docs}", summary=Text(SUMMARIES[rule]),
+                                  docs=policy.docs_url(rule, policy.language)), policy.language)},
         "defaultConfiguration": {"level": default_level(rule)},
         "properties": {"tags": ["kubernetes", "gpu", kind]},
     }
@@ -62,7 +64,9 @@ def _results(subjects: Iterable[Subject]) -> list[dict]:
                         "properties": {"action": v.action.value, "path": v.path}})
         for e in ev.errors:
             out.append({"ruleId": e.rule.value, "ruleIndex": _RULE_INDEX[e.rule], "level": "warning",
-                        "message": {"text": f"{s.title}: rule {e.rule.value} failed internally: {e.error}"},
+                        "message": {"text": f"{s.title}: " + render(T("rule {rule} failed internally: {error}",
+                                                                      rule=e.rule.value, error=e.error),
+                                                                    ev.language)},
                         "locations": [_location(s, "")], "partialFingerprints": _fingerprint(s, e.rule.value, "")})
     return out
 

@@ -30,6 +30,7 @@ from webhook.config.model import (
 )
 from webhook.config.overlay import SetError, apply_set, overlay_policy
 from webhook.config.schema import schema_errors
+from webhook.locale import LANGUAGES
 from webhook.rules import DEFAULT_ACTIONS, Action, Rule
 
 DEFAULT_PATH = Path(__file__).with_name("default.yaml")
@@ -474,8 +475,10 @@ def _build_policy(data: Any, source: str) -> Policy:
             f.error("namespaces", "must list at least one namespace")
         o_mode = f.get("mode", str, None, _one_of(list(MODES)))
         o_actions, _ = _actions(f.get("rules", dict, {}), f.sub("rules"), errors, with_on_error=False)
+        o_language = f.get("language", str, None, _one_of(list(LANGUAGES)))
         f.done()
-        overrides.append(NamespaceOverride(nss, MODES.get(o_mode) if o_mode else None, MappingProxyType(o_actions)))
+        overrides.append(NamespaceOverride(nss, MODES.get(o_mode) if o_mode else None, MappingProxyType(o_actions),
+                                           o_language))
 
     ns_cohorts = top.get("namespaceCohorts", dict, {})
     for ns, cohort in ns_cohorts.items():
@@ -501,6 +504,7 @@ def _build_policy(data: Any, source: str) -> Policy:
     policy = Policy(
         cohorts=tuple(cohorts),
         mode=MODES.get(mode, "enforce"),
+        language=top.get("language", str, "en", _one_of(list(LANGUAGES))),
         docs_base_url=top.get("docsBaseUrl", str, "https://github.com/gpu-admission/gpu-admission/blob/main/docs/rules").rstrip("/"),
         service_namespace=top.get("serviceNamespace", str, "gpu-admission", _pattern(_DNS_LABEL, "namespace")),
         exempt_namespaces=frozenset(top.strings("exemptNamespaces", _pattern(_DNS_LABEL, "namespace"))),

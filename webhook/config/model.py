@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -157,6 +157,7 @@ class NamespaceOverride:
     namespaces: tuple[str, ...]
     mode: str | None = None
     actions: Mapping[Rule, Action] = field(default_factory=lambda: EMPTY)
+    language: str | None = None  # of the messages in these namespaces (webhook/locale), else the policy's
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +193,7 @@ class Policy:
     cohorts: tuple[Cohort, ...]
     mode: str = "enforce"  # enforce | audit
     docs_base_url: str = ""
+    language: str = "en"  # of the messages (webhook/locale.LANGUAGES); never read from the workload
     service_namespace: str = "gpu-admission"
     exempt_namespaces: frozenset[str] = frozenset()
     actions: Mapping[Rule, Action] = field(default_factory=lambda: EMPTY)
@@ -270,5 +272,22 @@ class Policy:
     def is_exempt(self, namespace: str | None) -> bool:
         return bool(namespace) and (namespace in self.exempt_namespaces or namespace == self.service_namespace)
 
-    def docs_url(self, rule: Rule) -> str:
-        return f"{self.docs_base_url}/{rule.value}.md"
+    def language_for(self, namespace: str | None) -> str:
+        """The messages' language in `namespace`: the last override naming it that sets one, else the policy's."""
+        language = self.language
+        for override in self.namespace_overrides:
+            if namespace in override.namespaces:
+                language = override.language or language
+        return language
+
+    def in_language(self, language: str) -> Policy:
+        """This policy with every message in `language`: what a CLI user asks for (--lang, the locale) wins
+        over the policy's `language` and its namespace overrides'."""
+        overrides = tuple(replace(o, language=None) for o in self.namespace_overrides)
+        return replace(self, language=language, namespace_overrides=overrides)
+
+    def docs_url(self, rule: Rule, language: str = "en") -> str:
+        """The rule's page; a Japanese message links to its Japanese twin, docs/rules/ja/<rule>.md."""
+        if language == "en":
+            return f"{self.docs_base_url}/{rule.value}.md"
+        return f"{self.docs_base_url}/{language}/{rule.value}.md"

@@ -12,6 +12,7 @@ from webhook.handlers.outcome import Outcome, allow, deny, patch
 from webhook.handlers.request import AdmissionRequest
 from webhook.objects.access import as_dict
 from webhook.objects.lookup import Resolver
+from webhook.policy.messages import T, render
 from webhook.policy.results import Evaluation
 from webhook.rules import Action, Rule
 
@@ -45,10 +46,11 @@ def validate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -
         return ev
     if not ev.violations and not ev.errors:  # most requests: nothing to say
         return allow(evaluation=ev)
-    denials = _bounded((v.rule, v.message) for v in ev.denials)
+    denials = _bounded(((v.rule, v.message) for v in ev.denials), language=ev.language)
     # The exception's text could quote the object: only its type goes to the user (the log has the rule).
-    denials += [f"gpu-admission: rule {e.rule.value} failed internally ({e.error.split(':', 1)[0]}) and its onError is "
-                "deny, so the request was refused; see the gpu-admission log"
+    denials += [render(T("gpu-admission: rule {rule} failed internally ({error}) and its onError is deny, so the "
+                         "request was refused; see the gpu-admission log", rule=e.rule.value,
+                         error=e.error.split(":", 1)[0]), ev.language)
                 for e in ev.errors if e.denied and not ev.dry_run]
     warnings, annotations = _bounded_warnings(ev), _annotations(ev)
     if denials:
@@ -65,7 +67,7 @@ def mutate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -> 
     return patch(ev.patch, warnings=_bounded_warnings(ev), audit_annotations=_annotations(ev), evaluation=ev)
 
 
-def _bounded(findings: Iterable[tuple[Rule, str]], limit: int = MAX_CARRIED) -> list[str]:
+def _bounded(findings: Iterable[tuple[Rule, str]], limit: int = MAX_CARRIED, language: str = "en") -> list[str]:
     """The first `limit` texts, then for each rule with more, one line saying how many."""
     kept: list[str] = []
     more: dict[Rule, int] = {}
@@ -74,18 +76,22 @@ def _bounded(findings: Iterable[tuple[Rule, str]], limit: int = MAX_CARRIED) -> 
             kept.append(text)
         else:
             more[rule] = more.get(rule, 0) + 1
-    kept.extend(_more_line(rule, n) for rule, n in more.items())
+    kept.extend(_more_line(rule, n, language) for rule, n in more.items())
     return kept
 
 
-def _more_line(rule: Rule, n: int) -> str:
-    return (f"... and {n} more {rule.value} finding{'s' if n != 1 else ''} not shown; run `gpu-admission check` on the "
-            f"manifest to see them all [{rule.value}]")
+def _more_line(rule: Rule, n: int, language: str = "en") -> str:
+    args = {"count": n, "rule": rule.value}
+    return render(T("... and {count} more {rule} finding not shown; run `gpu-admission check` on the manifest to see "
+                    "them all [{rule}]", **args) if n == 1 else
+                  T("... and {count} more {rule} findings not shown; run `gpu-admission check` on the manifest to see "
+                    "them all [{rule}]", **args), language)
 
 
 def _bounded_warnings(ev: Evaluation) -> tuple[str, ...]:
-    warnings = _bounded(_warnings(ev))
-    warnings += [f"gpu-admission could not evaluate rule {e.rule.value} (internal error); the request was allowed"
+    warnings = _bounded(_warnings(ev), language=ev.language)
+    warnings += [render(T("gpu-admission could not evaluate rule {rule} (internal error); the request was allowed",
+                          rule=e.rule.value), ev.language)
                  for e in ev.errors if not e.denied or ev.dry_run]
     return tuple(warnings)
 
@@ -93,9 +99,9 @@ def _bounded_warnings(ev: Evaluation) -> tuple[str, ...]:
 def _warnings(ev: Evaluation) -> Iterator[tuple[Rule, str]]:
     for v in ev.violations:
         if ev.dry_run and v.action is Action.ENFORCE and not v.rule.is_mutation:
-            yield v.rule, f"dry-run, would deny: {v.message}"
+            yield v.rule, render(T("dry-run, would deny: {message}", message=v.message), ev.language)
         elif ev.dry_run and v.rule.is_mutation:
-            yield v.rule, f"dry-run: {v.message}"
+            yield v.rule, render(T("dry-run: {message}", message=v.message), ev.language)
         elif v.action is Action.WARN or (ev.dry_run and v.action is Action.ENFORCE):
             yield v.rule, v.message
 
@@ -117,7 +123,7 @@ def _annotations(ev: Evaluation):
     if not by_rule:
         return MappingProxyType({})
     for rule, n in more.items():
-        by_rule[rule.value].append(_more_line(rule, n))
+        by_rule[rule.value].append(_more_line(rule, n, ev.language))
     out: dict[str, str] = {"mode": "dry-run"} if ev.dry_run else {}  # first: the total's cap must not drop it
     out.update((rule, " | ".join(lines)) for rule, lines in by_rule.items())
     return MappingProxyType(out)

@@ -9,6 +9,7 @@ from webhook.config.model import Cohort, Policy
 from webhook.objects.access import NO_DICT, as_dict, as_list, as_str
 from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
+from webhook.policy.messages import T, Text
 
 SELECTOR = "selector"
 NAMESPACE = "namespace"
@@ -22,6 +23,8 @@ class CohortChoice:
     source: str | None = None  # selector | namespace | inferred
     conflict: tuple[str, ...] = ()  # names of the cohorts a contradictory selector targets
     path: str = ""  # where the choice (or the conflict) comes from
+    # `path` as messages say it where it is not a field path (a namespace's default), in their language
+    origin: Text | None = None
     # Cohorts whose nodes cannot satisfy the pod's node selection although it names none: a namespace
     # default or an inferred cohort must never be one of them (the pod would never schedule there).
     excluded: tuple[str, ...] = ()
@@ -190,14 +193,17 @@ def from_namespace(view: PodView, policy: Policy, context: Context, excluded: tu
         if cohort is None or cohort.name in excluded:
             return NONE
         return CohortChoice(cohort=cohort, source=NAMESPACE,
-                            path=f'the policy\'s default for namespace "{view.namespace}"')
+                            path=f'the policy\'s default for namespace "{view.namespace}"',
+                            origin=T('the policy\'s default for namespace "{namespace}"', namespace=view.namespace))
     labels = context.namespace_labels
     value = labels.get(policy.allocation_label) if labels else None
     if value:
         for c in policy.cohorts:
             if (c.node_labels.get(policy.allocation_label) == value or c.name == value) and c.name not in excluded:
                 return CohortChoice(cohort=c, source=NAMESPACE,
-                                    path=f'the label {policy.allocation_label}={value} of namespace "{view.namespace}"')
+                                    path=f'the label {policy.allocation_label}={value} of namespace "{view.namespace}"',
+                                    origin=T('the label {label} of namespace "{namespace}"',
+                                             label=f"{policy.allocation_label}={value}", namespace=view.namespace))
     return NONE
 
 

@@ -48,11 +48,11 @@ def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, 
                             added_ephemeral)
     name = display_name(obj)
     if not validate:
-        return Evaluation(kind=kind, namespace=namespace, name=name, dry_run=plan.dry_run,
+        return Evaluation(kind=kind, namespace=namespace, name=name, dry_run=plan.dry_run, language=plan.language,
                           skipped=f"{kind} objects are never mutated")
     if info is not None or is_legacy_dra(obj):
         return _dra_object(obj, kind, name, namespace, policy, context, plan)
-    return Evaluation(kind=kind, namespace=namespace, name=name,
+    return Evaluation(kind=kind, namespace=namespace, name=name, language=plan.language,
                       skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
 
 
@@ -68,7 +68,7 @@ def exempt(obj: dict[str, Any], kind: str, namespace: str, policy: Policy) -> Ev
     """The skipped Evaluation for an object in an exempt namespace (infrastructure, the service's own)."""
     if policy.is_exempt(namespace):
         return Evaluation(kind=kind, namespace=namespace, name=display_name(obj),
-                          skipped=f'namespace "{namespace}" is exempt')
+                          language=_plan(policy, namespace).language, skipped=f'namespace "{namespace}" is exempt')
     return None
 
 
@@ -76,6 +76,7 @@ class _Plan(NamedTuple):
     """What the configuration makes of one namespace: the same for every request there."""
 
     dry_run: bool
+    language: str  # of the messages: the policy's, or the namespace override's
     actions: Mapping[Rule, Action]
     checks: Mapping[Target, tuple[Check, ...]]  # the REGISTRY's checks whose action is not off, by target
     mutations: tuple[Any, ...]  # the MUTATIONS whose action is not off
@@ -83,7 +84,7 @@ class _Plan(NamedTuple):
 
 
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
-    mode, actions = policy.mode, policy.actions
+    mode, actions, language = policy.mode, policy.actions, policy.language_for(namespace)
     for override in policy.namespace_overrides:
         if namespace in override.namespaces:
             mode = override.mode or mode
@@ -93,8 +94,8 @@ def _make_plan(policy: Policy, namespace: str) -> _Plan:
               for t in Target}
     in_tree = policy.derived(exported_rules) if policy.in_tree.validation and not policy.is_exempt(namespace) \
         else frozenset()
-    return _Plan(mode == "audit", actions, checks, tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF),
-                 in_tree)
+    return _Plan(mode == "audit", language, actions, checks,
+                 tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF), in_tree)
 
 
 def _plan(policy: Policy, namespace: str) -> _Plan:
@@ -125,11 +126,12 @@ def _lifted(policy: Policy, namespace: str, name: str, spec: Mapping[str, Any],
     return frozenset(lifted)
 
 
-def _violations(found: list[tuple[Rule, Finding]], subject: str, actions: Mapping[Rule, Action],
+def _violations(found: list[tuple[Rule, Finding]], subject: str, plan: _Plan,
                 lifted: frozenset[Rule], policy: Policy) -> list[Violation]:
     """The findings with their actions and messages: the one place the object, rule id and docs link are
     added to what a check says."""
     out = []
+    actions = plan.actions
     for rule, f in found:
         if rule in lifted:
             continue
@@ -137,7 +139,8 @@ def _violations(found: list[tuple[Rule, Finding]], subject: str, actions: Mappin
         if f.cap is not None and _STRENGTH[action] > _STRENGTH[f.cap]:
             action = f.cap
         if action is not Action.OFF:
-            out.append(Violation(rule, action, f.path, line(policy, rule, subject, f.what, f.why, f.fix)))
+            out.append(Violation(rule, action, f.path, line(policy, rule, subject, f.what, f.why, f.fix,
+                                                                 plan.language)))
     return out
 
 
@@ -192,9 +195,9 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             if records:
                 mutations.append(Mutation(rule, action, tuple(path for path, _ in records), apply))
             if not apply or action is Action.WARN:
-                verb = "sets" if apply else "would set"
                 reported.extend(
-                    Violation(rule, action, path, mutation_line(policy, rule, view.subject, verb, what, path))
+                    Violation(rule, action, path,
+                              mutation_line(policy, rule, view.subject, apply, what, path, plan.language))
                     for path, what in records)
         if work.changed and not dry_run:
             mutated = work.root
@@ -209,8 +212,8 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
     if added_ephemeral is not None and findings:
         findings = _about(findings, view, added_ephemeral)
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
-    return Evaluation(kind=kind, namespace=namespace, name=name,
-                      violations=tuple(_violations(findings, view.subject, actions, lifted, policy) + reported),
+    return Evaluation(kind=kind, namespace=namespace, name=name, language=plan.language,
+                      violations=tuple(_violations(findings, view.subject, plan, lifted, policy) + reported),
                       patch=patch,
                       mutated=mutated if patch else None, dry_run=dry_run, cohort=cohort, errors=tuple(errors),
                       mutations=tuple(mutations))
@@ -231,8 +234,8 @@ def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, polic
     errors: list[RuleError] = []
     target = Target.CLAIM if facts.claim is not None else Target.DEVICE_CLASS
     findings = _run_checks(plan.checks[target], facts, context, policy, lifted, errors)
-    return Evaluation(kind=kind, namespace=namespace, name=name,
-                      violations=tuple(_violations(findings, facts.subject, plan.actions, lifted, policy)),
+    return Evaluation(kind=kind, namespace=namespace, name=name, language=plan.language,
+                      violations=tuple(_violations(findings, facts.subject, plan, lifted, policy)),
                       dry_run=plan.dry_run,
                       cohort=facts.cohort.name if facts.cohort else None, errors=tuple(errors))
 

@@ -11,6 +11,7 @@ from webhook.objects.podspec import Container, PodView, claim_reference
 from webhook.policy import cohorts
 from webhook.policy.cohorts import CohortChoice
 from webhook.policy.context import Context
+from webhook.policy.messages import T, Text
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 _NEITHER: frozenset[str] = frozenset()
@@ -52,9 +53,13 @@ class ClaimUse:
     containers: tuple[Container, ...]
 
     @property
-    def ref(self) -> str:
-        word = "template" if self.ref_kind == "ResourceClaimTemplate" else "claim"
-        return f'{word} "{self.ref_name}"' if self.ref_name else "no claim or template"
+    def ref(self) -> Text:
+        """What the entry refers to, as messages say it."""
+        if not self.ref_name:
+            return T("no claim or template")
+        if self.ref_kind == "ResourceClaimTemplate":
+            return T('template "{name}"', name=self.ref_name)
+        return T('claim "{name}"', name=self.ref_name)
 
     @property
     def sharing(self) -> tuple[str, ...]:

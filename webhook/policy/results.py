@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.policy.messages import Arg
 from webhook.rules import Action, Rule
 
 
@@ -11,13 +12,14 @@ from webhook.rules import Action, Rule
 class Finding:
     """What one check found, in the words of DESIGN.md section 10: `what` happened (naming the field path),
     `why` it matters and the `fix`. The engine makes the one-line message, adding the object, the rule id
-    and its docs link (messages.line). `cap` limits the action (an `envFrom` source that could not be read
+    and its docs link (messages.line); each is a `Text` template, rendered in the policy's language only
+    then. `cap` limits the action (an `envFrom` source that could not be read
     is at most a warning)."""
 
     path: str
-    what: str
-    why: str
-    fix: str
+    what: Arg
+    why: Arg
+    fix: Arg
     cap: Action | None = None
 
 
@@ -70,6 +72,7 @@ class Evaluation:
     # Every mutation this decision made (or, in dry-run or at audit, would have made); `violations` also
     # lists, with a message, those that are announced (warn, audit, dry-run), for warnings and `check`.
     mutations: tuple[Mutation, ...] = ()
+    language: str = "en"  # of the messages: what reports made of this decision write in (webhook/locale)
 
     @property
     def allowed(self) -> bool:

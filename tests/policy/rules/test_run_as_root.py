@@ -20,6 +20,7 @@ from tests.policy.builders import (
     workload,
 )
 from webhook.policy.checks import run_as_root
+from webhook.policy.messages import render
 
 TABLE = Table("run-as-root")
 case = TABLE.case
@@ -67,5 +68,5 @@ def test_check_reports_only_a_cohort_bound_pod():
     root = container(sc={"runAsUser": 0})
     bound = pod("train", pod_spec(root, cohort="device-plugin"))
     (finding,) = run_as_root.check(*facts_of(bound, policy), policy)
-    assert finding.path == "spec.containers[0].securityContext.runAsUser" and finding.what.endswith(f"({finding.path})")
+    assert finding.path == "spec.containers[0].securityContext.runAsUser" and render(finding.what).endswith(f"({finding.path})")
     assert run_as_root.check(*facts_of(pod("train", pod_spec(root)), policy), policy) == []

@@ -23,6 +23,7 @@ from tests.policy.builders import (
     workload,
 )
 from webhook.policy.checks import shared_claim
+from webhook.policy.messages import render
 
 TABLE = Table("shared-claim")
 case = TABLE.case
@@ -69,7 +70,7 @@ def test_check_names_the_claim_and_the_fix_and_passes_a_template():
     named = pod("notebook-1", pod_spec(container("jupyter", claims=["gpu"]), cohort="dra", claims=[named_claim()]))
     facts, context = facts_of(named, policy, [resource_claim("shared-a100", request()), *SEED_CLASSES])
     (finding,) = shared_claim.check(facts, context, policy)
-    assert finding.path == "spec.resourceClaims[0]" and '"shared-a100"' in finding.what
-    assert "resourceClaimTemplateName" in finding.fix and "[shared-claim]" not in finding.fix
+    assert finding.path == "spec.resourceClaims[0]" and '"shared-a100"' in render(finding.what)
+    assert "resourceClaimTemplateName" in render(finding.fix) and "[shared-claim]" not in render(finding.fix)
     per_pod = pod("notebook-1", pod_spec(container("jupyter", claims=["gpu"]), cohort="dra", claims=[template_claim()]))
     assert shared_claim.check(*facts_of(per_pod, policy, [*SEED_CLASSES, SEED_TEMPLATE]), policy) == []

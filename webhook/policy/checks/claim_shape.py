@@ -1,6 +1,7 @@
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.dra import ObjectFacts
+from webhook.policy.messages import T
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -24,9 +25,9 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
             path = f"{leaf.path}.allocationMode"
             out.append(Finding(
                 path=path,
-                what=f'request "{leaf.name}" sets allocationMode: All ({path})',
-                why="it takes every matching GPU on a node, however many the node has",
-                fix="use allocationMode: ExactCount with a count"))
+                what=T('request "{request}" sets allocationMode: All ({path})', request=leaf.name, path=path),
+                why=T("it takes every matching GPU on a node, however many the node has"),
+                fix=T("use allocationMode: ExactCount with a count")))
             continue
         key = leaf.path.split(".firstAvailable[")[0]
         per_request[key] = max(per_request.get(key, 0), leaf.count)
@@ -35,33 +36,34 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
             path = f"{leaf.path}.count"
             out.append(Finding(
                 path=path,
-                what=f'request "{leaf.name}" asks for {leaf.count} GPUs ({path})',
-                why=f'cohort "{cohort_name}" allows at most {limit} devices per claim',
-                fix=f"ask for {limit} or fewer"))
+                what=T('request "{request}" asks for {count} GPUs ({path})', request=leaf.name, count=leaf.count,
+                       path=path),
+                why=T('cohort "{cohort}" allows at most {limit} devices per claim', cohort=cohort_name, limit=limit),
+                fix=T("ask for {limit} or fewer", limit=limit)))
         if leaf.admin_access and namespace not in admins:
             path = f"{leaf.path}.adminAccess"
             out.append(Finding(
                 path=path,
-                what=f'request "{leaf.name}" sets adminAccess: true ({path})',
-                why=f'admin access reaches GPUs already allocated to other workloads; namespace "{namespace}" is not '
-                    "allowed to use it",
-                fix="remove adminAccess, or have the GPU owner list the namespace in the cohort's "
-                    "adminAccessNamespaces"))
+                what=T('request "{request}" sets adminAccess: true ({path})', request=leaf.name, path=path),
+                why=T('admin access reaches GPUs already allocated to other workloads; namespace "{namespace}" is not '
+                      "allowed to use it", namespace=namespace),
+                fix=T("remove adminAccess, or have the GPU owner list the namespace in the cohort's "
+                      "adminAccessNamespaces")))
     total = sum(per_request.values())
     if limit is not None and not over and total > limit:
         path = f"{spec.path}.devices.requests"
         out.append(Finding(
             path=path,
-            what=f"the claim's requests ask for {total} GPUs in all ({path})",
-            why=f'cohort "{cohort_name}" allows at most {limit} devices per claim',
-            fix="ask for fewer, or split the work"))
+            what=T("the claim's requests ask for {count} GPUs in all ({path})", count=total, path=path),
+            why=T('cohort "{cohort}" allows at most {limit} devices per claim', cohort=cohort_name, limit=limit),
+            fix=T("ask for fewer, or split the work")))
     for req in spec.requests:
         if not req.has_shape:
             out.append(Finding(
                 path=req.path,
-                what=f'request "{req.name}" ({req.path}) has neither exactly nor firstAvailable',
-                why="a resource.k8s.io/v1 request must say what it asks for",
-                fix="put deviceClassName, allocationMode and count under exactly (or list firstAvailable "
-                    "alternatives)"))
+                what=T('request "{request}" ({path}) has neither exactly nor firstAvailable', request=req.name,
+                       path=req.path),
+                why=T("a resource.k8s.io/v1 request must say what it asks for"),
+                fix=T("put deviceClassName, allocationMode and count under exactly (or list firstAvailable "
+                      "alternatives)")))
     return out
-

@@ -2,7 +2,7 @@ from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
 from webhook.policy.cohorts import INFERRED, CohortChoice
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import names, quoted
+from webhook.policy.messages import Arg, T, Text, names, quoted, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -19,8 +19,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         admitted = [c for c in (policy.cohort(n) for n in choice.admitted) if c is not None]
         if not admitted or not facts.mechanisms:
             return []
-        where = (f"the cohorts {names(quoted([c.name for c in admitted]))}, the only ones its node selection "
-                 f"({choice.path}) admits")
+        where = T("the cohorts {cohorts}, the only ones its node selection ({path}) admits",
+                  cohorts=names(quoted([c.name for c in admitted])), path=choice.path)
         running = {c.mechanism for c in admitted}
         out = []
         if DEVICE_PLUGIN not in running and facts.device_plugin:
@@ -32,7 +32,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         return out
     if choice.source == INFERRED:
         return []
-    where = f'cohort "{cohort.name}" (chosen by {choice.path})'
+    where = T('cohort "{cohort}" (chosen by {path})', cohort=cohort.name, path=_origin(choice))
     if cohort.mechanism == DRA:
         return _mechanism(facts, cohort, where, policy, device_plugin=True) if facts.device_plugin else []
     if cohort.mechanism == DEVICE_PLUGIN:
@@ -41,7 +41,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
 
 
 def _conflict(facts: GpuFacts, choice: CohortChoice, policy: Policy) -> list[Finding]:
-    where = " and ".join(choice.paths) or choice.path
+    where = _origin(choice)
     if len(choice.conflict) == 1:
         named = policy.cohort(choice.conflict[0])
         assert named is not None  # conflicts name the policy's cohorts
@@ -49,56 +49,81 @@ def _conflict(facts: GpuFacts, choice: CohortChoice, policy: Policy) -> list[Fin
         selector = facts.view.spec.get("nodeSelector")
         clash = [(k, v) for k, v in (selector.items() if type(selector) is dict else ())
                  if k in named.node_labels and named.node_labels[k] != v]
-        rules_out = (f"also requires {clash[0][0]}={clash[0][1]}, while its nodes carry "
-                     f"{clash[0][0]}={named.node_labels[clash[0][0]]}" if clash else
-                     f"rules out its nodes, which carry {labels}")
+        what = T('node selection ({where}) names cohort "{cohort}" but also requires {wanted}, while its nodes '
+                 "carry {carried}", where=where, cohort=named.name, wanted=f"{clash[0][0]}={clash[0][1]}",
+                 carried=f"{clash[0][0]}={named.node_labels[clash[0][0]]}") if clash else \
+            T('node selection ({where}) names cohort "{cohort}" but rules out its nodes, which carry {labels}',
+              where=where, cohort=named.name, labels=labels)
         return [Finding(
             path=choice.path,
-            what=f'node selection ({where}) names cohort "{named.name}" but {rules_out}',
-            why="no node can satisfy both, so the pod never schedules",
-            fix=f"select the cohort's nodes by their labels ({labels}) without contradicting them")]
+            what=what,
+            why=T("no node can satisfy both, so the pod never schedules"),
+            fix=T("select the cohort's nodes by their labels ({labels}) without contradicting them", labels=labels))]
     # Every term needs these cohorts' nodes at once (an OR of terms that admits any node is no conflict).
     return [Finding(
         path=choice.path,
-        what=f"node selection ({where}) requires the nodes of the cohorts {names(quoted(choice.conflict))} at once",
-        why=f"a node carries one value of {policy.allocation_label}, so no node satisfies it and the pod never "
-            "schedules",
-        fix=f"select the nodes of one cohort only (label {policy.allocation_label})")]
+        what=T("node selection ({where}) requires the nodes of the cohorts {cohorts} at once", where=where,
+               cohorts=names(quoted(choice.conflict))),
+        why=T("a node carries one value of {label}, so no node satisfies it and the pod never schedules",
+              label=policy.allocation_label),
+        fix=T("select the nodes of one cohort only (label {label})", label=policy.allocation_label))]
 
 
-def _mechanism(facts: GpuFacts, cohort: Cohort, where: str, policy: Policy, *, device_plugin: bool = False,
+def _mechanism(facts: GpuFacts, cohort: Cohort, where: Text, policy: Policy, *, device_plugin: bool = False,
                dra: bool = False) -> list[Finding]:
     """GPUs asked for by a mechanism that the cohort(s) the pod is bound for do not run; `cohort` gives the fix."""
-    that = "those cohorts run" if where.startswith("the cohorts") else "that cohort runs"
+    several = where.msgid.startswith("the cohorts")
     out = []
     if device_plugin:
         for use in facts.device_plugin:
             out.append(Finding(
                 path=use.path,
-                what=f"{use.container.label} requests {use.resource} ({use.path}) but the pod is bound for {where}",
-                why=f"{that} the NVIDIA DRA driver, not the device plugin, so the resource is never offered there",
-                fix=f"ask for the GPU with a ResourceClaimTemplate of a {cohort.driver or 'gpu.nvidia.com'} "
-                    "DeviceClass "
-                    f"and resources.claims{_other(policy, DEVICE_PLUGIN)}"))
+                what=T("{container} requests {resource} ({path}) but the pod is bound for {where}",
+                       container=who(use.container), resource=use.resource, path=use.path, where=where),
+                why=T("those cohorts run the NVIDIA DRA driver, not the device plugin, so the resource is never "
+                      "offered there") if several else
+                T("that cohort runs the NVIDIA DRA driver, not the device plugin, so the resource is never offered "
+                  "there"),
+                fix=T("ask for the GPU with a ResourceClaimTemplate of a {driver} DeviceClass and "
+                      "resources.claims{other}", driver=cohort.driver or "gpu.nvidia.com",
+                      other=_other(policy, DEVICE_PLUGIN))))
     if dra:
         # the same fix for a claim and a DRA-served resource: the device plugin's resource, or a DRA cohort
-        bound, plugin, request, other = (f"but the pod is bound for {where}", f"{that} the NVIDIA device plugin",
-                                         f"request {cohort.gpu_resource()}", _other(policy, DRA))
-        out += [Finding(path=claim.path, what=f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for GPUs through '
-                        f"DRA {bound}", why=f"{plugin}, whose GPUs DRA cannot allocate",
-                        fix=f"{request} in resources.limits instead of the claim{other}")
+        resource, other = cohort.gpu_resource(), _other(policy, DRA)
+        out += [Finding(path=claim.path,
+                        what=T('claim "{claim}" ({path}, {ref}) asks for GPUs through DRA but the pod is bound for '
+                               "{where}", claim=claim.name, path=claim.path, ref=claim.ref, where=where),
+                        why=T("those cohorts run the NVIDIA device plugin, whose GPUs DRA cannot allocate") if several
+                        else T("that cohort runs the NVIDIA device plugin, whose GPUs DRA cannot allocate"),
+                        fix=T("request {resource} in resources.limits instead of the claim{other}", resource=resource,
+                              other=other))
                 for claim in facts.gpu_claims]
-        out += [Finding(path=use.path, what=f"{use.container.label} requests {use.resource} ({use.path}), served by "
-                        f'DRA DeviceClass "{use.device_class.name if use.device_class else "?"}", {bound}',
-                        why=f"{plugin}, not the DRA driver", fix=f"{request} from the device plugin instead{other}")
+        out += [Finding(path=use.path,
+                        what=T('{container} requests {resource} ({path}), served by DRA DeviceClass "{device_class}", '
+                               "but the pod is bound for {where}", container=who(use.container),
+                               resource=use.resource, path=use.path,
+                               device_class=use.device_class.name if use.device_class else "?", where=where),
+                        why=T("those cohorts run the NVIDIA device plugin, not the DRA driver") if several else
+                        T("that cohort runs the NVIDIA device plugin, not the DRA driver"),
+                        fix=T("request {resource} from the device plugin instead{other}", resource=resource,
+                              other=other))
                 for use in facts.dra_resources]
     return out
 
 
 
-def _other(policy: Policy, mechanism: str) -> str:
+def _origin(choice: CohortChoice) -> Arg:
+    """Where the choice comes from: its fields ("a and b"), or a namespace's default."""
+    if choice.origin is not None:
+        return choice.origin
+    return names(choice.paths) if len(choice.paths) > 1 else choice.path
+
+
+def _other(policy: Policy, mechanism: str) -> Arg:
     """', or target the cohort "x"' naming the cohorts that run `mechanism`, if any."""
     running = [c.name for c in policy.cohorts if c.mechanism == mechanism]
     if not running:
         return ""
-    return f", or target {'the cohort' if len(running) == 1 else 'one of the cohorts'} {names(quoted(running))}"
+    if len(running) == 1:
+        return T(", or target the cohort {cohorts}", cohorts=names(quoted(running)))
+    return T(", or target one of the cohorts {cohorts}", cohorts=names(quoted(running)))

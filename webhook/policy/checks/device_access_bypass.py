@@ -5,6 +5,7 @@ from webhook.objects.hostpaths import clean, exposes, host_path
 from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import Arg, T, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -48,15 +49,16 @@ def _dev_null_volumes(view: PodView) -> frozenset[str]:
     return frozenset(out)
 
 
-def _resolved(host: str) -> str:
+def _resolved(host: str) -> tuple[Arg, Arg]:
     """What the host's kernel makes of the path, where that is not what it says, and which sensitive paths a
     directory above them hands over."""
     normal = host_path(host)
-    out = f", which the host resolves to {normal}" if normal.rstrip("/") != host.strip().rstrip("/") else ""
+    resolved: Arg = T(", which the host resolves to {path}", path=normal) \
+        if normal.rstrip("/") != host.strip().rstrip("/") else ""
     below = [s for s in DEVICE_PATHS if s.startswith(normal.rstrip("/") + "/")]
-    if below:
-        out += f", a directory above {', '.join(s + '*' if s.endswith('nvidia') else s for s in below)}"
-    return out
+    above: Arg = T(", a directory above {paths}", paths=", ".join(s + "*" if s.endswith("nvidia") else s
+                                                                  for s in below)) if below else ""
+    return resolved, above
 
 
 def _meta_path(view: PodView) -> str:
@@ -68,17 +70,17 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     out = []
     gpu_scope = facts.choice.cohort is not None or facts.is_gpu
     # Say what is true: a GPU pod, or a pod that asks for no GPU but runs on a GPU cohort's nodes.
-    where = "a GPU pod" if facts.is_gpu else \
-        f'a pod bound for the GPU cohort "{facts.choice.cohort.name}"' if facts.choice.cohort else ""
+    where: Arg = T("a GPU pod") if facts.is_gpu else \
+        T('a pod bound for the GPU cohort "{cohort}"', cohort=facts.choice.cohort.name) if facts.choice.cohort else ""
     dev_null = None
     for c in view.containers:
         if gpu_scope and c.security.get("privileged") is True:
             path = f"{c.path}.securityContext.privileged"
             out.append(Finding(
                 path=path,
-                what=f"{c.label} is privileged ({path}) in {where}",
-                why="a privileged container sees every GPU on the node, bypassing allocation and isolation",
-                fix="remove privileged: true; GPUs come through resources.limits or a ResourceClaim"))
+                what=T("{container} is privileged ({path}) in {where}", container=who(c), path=path, where=where),
+                why=T("a privileged container sees every GPU on the node, bypassing allocation and isolation"),
+                fix=T("remove privileged: true; GPUs come through resources.limits or a ResourceClaim")))
         for i, mount in enumerate(c.mounts):
             mp = mount.get("mountPath") if type(mount) is dict else None
             if type(mp) is not str or not mp:
@@ -92,22 +94,24 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                 path = f"{c.path}.volumeMounts[{i}].mountPath"
                 out.append(Finding(
                     path=path,
-                    what=f"{c.label} mounts the host's /dev/null at {mp} ({path})",
-                    why=f'the NVIDIA container toolkit reads such a mount as a request for the device "{device}" '
-                        f"(\"all\" is every GPU on the node), bypassing allocation",
-                    fix="remove the mount"))
+                    what=T("{container} mounts the host's /dev/null at {mount} ({path})", container=who(c), mount=mp,
+                           path=path),
+                    why=T('the NVIDIA container toolkit reads such a mount as a request for the device "{device}" '
+                          '("all" is every GPU on the node), bypassing allocation', device=device),
+                    fix=T("remove the mount")))
     for i, vol in enumerate(as_list(view.spec.get("volumes"))):
         if type(vol) is not dict or "hostPath" not in vol:
             continue
         host = as_str(as_dict(vol["hostPath"]).get("path"))
         if host and device_host_path(host):
             path = f"{view.prefix}.volumes[{i}].hostPath.path"
+            resolved, above = _resolved(host)
             out.append(Finding(
                 path=path,
-                what=f'volume "{as_str(vol.get("name")) or i}" mounts the host path {host} ({path})'
-                     f"{_resolved(host)}",
-                why="GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
-                fix="remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim"))
+                what=T('volume "{volume}" mounts the host path {host} ({path}){resolved}{above}',
+                       volume=as_str(vol.get("name")) or str(i), host=host, path=path, resolved=resolved, above=above),
+                why=T("GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation"),
+                fix=T("remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")))
     annotations = view.meta.get("annotations")
     cdi = [k for k in annotations if type(k) is str and k.startswith(ANNOTATION_PREFIXES)] \
         if type(annotations) is dict else ()
@@ -116,7 +120,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             path = f'{_meta_path(view)}.annotations["{key}"]'
             out.append(Finding(
                 path=path,
-                what=f"annotation {key} ({path}) asks the runtime for CDI devices",
-                why="CDI/NRI device annotations inject devices without allocation",
-                fix="remove the annotation"))
+                what=T("annotation {key} ({path}) asks the runtime for CDI devices", key=key, path=path),
+                why=T("CDI/NRI device annotations inject devices without allocation"),
+                fix=T("remove the annotation")))
     return out

@@ -1,7 +1,7 @@
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import names
+from webhook.policy.messages import Arg, T, names, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -12,26 +12,35 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if not facts.device_plugin or not (facts.gpu_claims or facts.dra_resources):
         return []
     dp = facts.device_plugin[0]
+    base: dict[str, Arg] = {"container": who(dp.container), "resource": dp.resource, "path": dp.path}
     if facts.gpu_claims:
         claim = facts.gpu_claims[0]
-        other = f'claim "{claim.name}" (DRA, {claim.ref})'
+        other = T('claim "{claim}" (DRA, {ref})', claim=claim.name, ref=claim.ref)
         users = [c for c in claim.containers if c.name != dp.container.name]
         if dp.container.name in {c.name for c in claim.containers} or not users:
-            joined = f"and {other}"
+            what = T("{container} requests {resource} ({path}) and {other}", other=other, **base)
+        elif len(users) == 1:
+            what = T("{container} requests {resource} ({path}) while {users} uses {other}", users=who(users[0]),
+                     other=other, **base)
         else:
-            joined = f"while {names([c.label for c in users])} use{'s' if len(users) == 1 else ''} {other}"
+            what = T("{container} requests {resource} ({path}) while {users} use {other}",
+                     users=names([who(c) for c in users]), other=other, **base)
         # the resource is named where the user wrote it: limits, or requests only
-        keep = f"either the {'limit' if dp.path.endswith('.limits') else 'request'} or the claim"
+        keep = T("keep either the limit or the claim") if dp.path.endswith(".limits") else \
+            T("keep either the request or the claim")
     else:
         use = facts.dra_resources[0]
         served_by = use.device_class.name if use.device_class else "?"  # always set on a DRA-served resource
-        other = f"{use.resource} (DRA, DeviceClass \"{served_by}\", {use.path})"
-        joined = (f"and {other}" if use.container.name == dp.container.name
-                  else f"while {use.container.label} requests {other}")
-        keep = "one of the two resources"
-    what = f"{dp.container.label} requests {dp.resource} ({dp.path}) {joined}"
+        if use.container.name == dp.container.name:
+            what = T('{container} requests {resource} ({path}) and {other} (DRA, DeviceClass "{device_class}", '
+                     "{other_path})", other=use.resource, device_class=served_by, other_path=use.path, **base)
+        else:
+            what = T('{container} requests {resource} ({path}) while {user} requests {other} (DRA, DeviceClass '
+                     '"{device_class}", {other_path})', user=who(use.container), other=use.resource,
+                     device_class=served_by, other_path=use.path, **base)
+        keep = T("keep one of the two resources")
     return [Finding(
         path=dp.path,
         what=what,
-        why="the same GPU must come from one mechanism only (device plugin or DRA)",
-        fix=f"keep {keep}")]
+        why=T("the same GPU must come from one mechanism only (device plugin or DRA)"),
+        fix=keep)]

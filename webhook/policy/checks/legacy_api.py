@@ -4,11 +4,12 @@ from webhook.objects.kinds import LEGACY_DRA_VERSIONS
 from webhook.policy.context import Context
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import T
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.LEGACY_API
-WHY = "no Kubernetes 1.34+ cluster accepts this shape (it was removed with the alpha DRA API)"
+WHY = T("no Kubernetes 1.34+ cluster accepts this shape (it was removed with the alpha DRA API)")
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -17,9 +18,9 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     return [
         Finding(
             path=f"{claim.path}.source",
-            what=f'claim "{claim.name}" uses the source wrapper ({claim.path}.source)',
+            what=T('claim "{claim}" uses the source wrapper ({path})', claim=claim.name, path=f"{claim.path}.source"),
             why=WHY,
-            fix="name resourceClaimTemplateName or resourceClaimName directly on the resourceClaims entry")
+            fix=T("name resourceClaimTemplateName or resourceClaimName directly on the resourceClaims entry"))
         for claim in facts.claims
         if claim.legacy_source
     ]
@@ -33,20 +34,20 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
     if version in LEGACY_DRA_VERSIONS:
         out.append(Finding(
             path="apiVersion",
-            what=f"apiVersion is {version}",
+            what=T("apiVersion is {version}", version=version),
             why=WHY,
-            fix="rewrite it for resource.k8s.io/v1 (requests[].exactly.deviceClassName, DeviceClass CEL selectors)"))
+            fix=T("rewrite it for resource.k8s.io/v1 (requests[].exactly.deviceClassName, DeviceClass CEL selectors)")))
     if spec is not None and spec.legacy_class:
         path = f"{spec.path}.resourceClassName"
         out.append(Finding(
             path=path,
-            what=f'the claim names ResourceClass "{spec.legacy_class}" ({path})',
+            what=T('the claim names ResourceClass "{name}" ({path})', name=spec.legacy_class, path=path),
             why=WHY,
-            fix="use spec.devices.requests[].exactly.deviceClassName with a DeviceClass"))
+            fix=T("use spec.devices.requests[].exactly.deviceClassName with a DeviceClass")))
     if info is not None and "spec.suitableNodes" in info.legacy_fields:
         out.append(Finding(
             path="spec.suitableNodes",
-            what="the DeviceClass sets suitableNodes (spec.suitableNodes)",
+            what=T("the DeviceClass sets suitableNodes (spec.suitableNodes)"),
             why=WHY,
-            fix="remove it and constrain workloads with their own node selector or affinity"))
+            fix=T("remove it and constrain workloads with their own node selector or affinity")))
     return out

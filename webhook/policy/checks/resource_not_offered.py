@@ -5,7 +5,7 @@ from webhook.objects.claims import DeviceRequest
 from webhook.policy.context import Context
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import names, plural, quoted
+from webhook.policy.messages import Arg, T, Text, names, quoted, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -13,18 +13,22 @@ RULE = Rule.RESOURCE_NOT_OFFERED
 MIG_PREFIX = "nvidia.com/mig-"
 
 
-def class_problem(cohort: Cohort, info: DeviceClassInfo) -> str | None:
+def class_problem(cohort: Cohort, info: DeviceClassInfo) -> Text | None:
     """Why a DRA cohort does not offer what a DeviceClass selects; None when it does."""
     if cohort.device_classes and info.name not in cohort.device_classes:
         listed = cohort.device_classes
-        return f"the cohort offers only the {plural(listed, 'DeviceClass', 'es')} {names(quoted(listed))}"
+        classes = names(quoted(listed))
+        return T("the cohort offers only the DeviceClass {classes}", classes=classes) if len(listed) == 1 else \
+            T("the cohort offers only the DeviceClasses {classes}", classes=classes)
     if info.driver and cohort.driver and info.driver != cohort.driver:
-        return f"it selects devices of the driver {info.driver}; the cohort runs {cohort.driver}"
+        return T("it selects devices of the driver {driver}; the cohort runs {cohort_driver}", driver=info.driver,
+                 cohort_driver=cohort.driver)
     if cohort.device_types and info.device_type and info.device_type not in cohort.device_types:
-        return (f"it selects devices of type {info.device_type}; the cohort offers only type "
-                f"{names(cohort.device_types)} (full GPUs)" if cohort.device_types == ("gpu",) else
-                f"it selects devices of type {info.device_type}; the cohort offers only type "
-                f"{names(cohort.device_types)}")
+        if cohort.device_types == ("gpu",):
+            return T("it selects devices of type {type}; the cohort offers only type {types} (full GPUs)",
+                     type=info.device_type, types=names(cohort.device_types))
+        return T("it selects devices of type {type}; the cohort offers only type {types}", type=info.device_type,
+                 types=names(cohort.device_types))
     return None
 
 
@@ -36,45 +40,48 @@ def _device_plugin(facts: GpuFacts, cohort: Cohort, policy: Policy) -> list[Find
         name = use.resource
         if name in offered or (name.endswith(".shared") and not sharing):
             continue  # a shared name on a cohort without sharing is sharing-not-enabled's finding
-        fix = f"request one of {names(sorted(offered))}" if offered else "target a cohort that offers it"
+        fix: Arg = T("request one of {resources}", resources=names(sorted(offered))) if offered else \
+            T("target a cohort that offers it")
         renamed = [s for s in (cohort.time_slicing, cohort.mps) if s is not None and s.rename_by_default
                    and name in (r.name for r in s.resources)]
         unrenamed = [s for s in (cohort.time_slicing, cohort.mps) if s is not None and not s.rename_by_default
                      and name[: -len(".shared")] in (r.name for r in s.resources)] if name.endswith(".shared") else []
         if renamed:
-            why = (f"the cohort shares its GPUs (renameByDefault: true), so its nodes advertise {name}.shared "
-                   f"instead of {name} and the pod never schedules")
-            fix = f"request {name}.shared: 1, or target a cohort with exclusive GPUs"
+            why = T("the cohort shares its GPUs (renameByDefault: true), so its nodes advertise {resource}.shared "
+                    "instead of {resource} and the pod never schedules", resource=name)
+            fix = T("request {resource}.shared: 1, or target a cohort with exclusive GPUs", resource=name)
         elif unrenamed:
             base = name[: -len(".shared")]
-            why = ("the cohort shares its GPUs without renameByDefault, so its nodes advertise the shared replicas "
-                   f"as {base}")
-            fix = f"request {base}"
+            why = T("the cohort shares its GPUs without renameByDefault, so its nodes advertise the shared replicas "
+                    "as {resource}", resource=base)
+            fix = T("request {resource}", resource=base)
         elif name.startswith(MIG_PREFIX):
             profile = name[len(MIG_PREFIX):]
             if cohort.mig_strategy == "none":
-                why = ("MIG resources exist only where MIG geometry and a matching migStrategy exist; this cohort runs "
-                       "migStrategy: none, so nothing creates the resource and the pod never schedules")
-                fix = (f"request {cohort.gpu_resource()}, or have the GPU owner configure MIG geometry and "
-                       "migStrategy: mixed first")
+                why = T("MIG resources exist only where MIG geometry and a matching migStrategy exist; this cohort "
+                        "runs migStrategy: none, so nothing creates the resource and the pod never schedules")
+                fix = T("request {resource}, or have the GPU owner configure MIG geometry and migStrategy: mixed "
+                        "first", resource=cohort.gpu_resource())
             elif cohort.mig_strategy == "single":
-                why = "with migStrategy: single the device plugin advertises MIG devices as nvidia.com/gpu"
-                fix = f"request {cohort.gpu_resource()}"
+                why = T("with migStrategy: single the device plugin advertises MIG devices as nvidia.com/gpu")
+                fix = T("request {resource}", resource=cohort.gpu_resource())
             else:
                 table = ", ".join(f"{p}×{n}" for p, n in cohort.mig_profiles.items())
-                why = f"profile {profile} is not in this cohort's MIG profile table ({table})"
+                why = T("profile {profile} is not in this cohort's MIG profile table ({table})", profile=profile,
+                        table=table)
         else:
-            why = "no node of the cohort advertises it, so the pod never schedules"
+            why = T("no node of the cohort advertises it, so the pod never schedules")
         out.append(Finding(
             path=use.path,
-            what=f'{use.container.label} requests {name} ({use.path}) on cohort "{cohort.name}"',
+            what=T('{container} requests {resource} ({path}) on cohort "{cohort}"', container=who(use.container),
+                   resource=name, path=use.path, cohort=cohort.name),
             why=why,
             fix=fix))
     return out
 
 
 def unoffered(leaves: Iterable[DeviceRequest], cohort: Cohort,
-              context: Context) -> list[tuple[DeviceRequest, DeviceClassInfo, str]]:
+              context: Context) -> list[tuple[DeviceRequest, DeviceClassInfo, Text]]:
     """(leaf, DeviceClass, why) for each GPU request leaf the cohort does not offer. Of a request's
     firstAvailable alternatives only one has to be offered: the scheduler takes the first the node has."""
     problems = []
@@ -101,35 +108,40 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
         return []
     return [Finding(
         path=f"{leaf.path}.deviceClassName",
-        what=f'request "{leaf.name}" asks for DeviceClass "{info.name}" '
-             f'({leaf.path}.deviceClassName) on cohort "{cohort.name}"',
+        what=T('request "{request}" asks for DeviceClass "{device_class}" ({path}) on cohort "{cohort}"',
+               request=leaf.name, device_class=info.name, path=f"{leaf.path}.deviceClassName", cohort=cohort.name),
         why=why,
-        fix=f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}")
+        fix=T("use a DeviceClass the cohort offers, e.g. {example}", example=_example(cohort)))
         for leaf, info, why in unoffered(facts.gpu_leaves, cohort, context)]
 
 
 def _dra(facts: GpuFacts, cohort: Cohort, context: Context, policy: Policy) -> list[Finding]:
     out = []
     for claim in facts.gpu_claims:
-        word = "template" if claim.ref_kind == "ResourceClaimTemplate" else "ResourceClaim"
+        template = claim.ref_kind == "ResourceClaimTemplate"
         for req, info, problem in unoffered(claim.gpu_requests, cohort, context):
+            args: dict[str, Arg] = {"claim": claim.name, "path": claim.path, "ref": claim.ref_name or "",
+                                    "request": req.name, "request_path": req.path, "device_class": info.name,
+                                    "cohort": cohort.name}
             out.append(Finding(
                 path=claim.path,
-                what=f'claim "{claim.name}" ({claim.path}) uses {word} "{claim.ref_name}", whose request "{req.name}" '
-                     f'({req.path}) asks for DeviceClass "{info.name}" on cohort "{cohort.name}"',
+                what=T('claim "{claim}" ({path}) uses template "{ref}", whose request "{request}" ({request_path}) '
+                       'asks for DeviceClass "{device_class}" on cohort "{cohort}"', **args) if template else
+                T('claim "{claim}" ({path}) uses ResourceClaim "{ref}", whose request "{request}" ({request_path}) '
+                  'asks for DeviceClass "{device_class}" on cohort "{cohort}"', **args),
                 why=problem,
-                fix=f"use a DeviceClass the cohort offers, e.g. {_example(cohort)}"))
+                fix=T("use a DeviceClass the cohort offers, e.g. {example}", example=_example(cohort))))
     for use in facts.dra_resources:
         assert use.device_class is not None  # DRA serves it
         why = class_problem(cohort, use.device_class)
         if why:
             out.append(Finding(
                 path=use.path,
-                what=f'{use.container.label} requests {use.resource} ({use.path}), DeviceClass '
-                     f'"{use.device_class.name}", '
-                     f'on cohort "{cohort.name}"',
+                what=T('{container} requests {resource} ({path}), DeviceClass "{device_class}", on cohort "{cohort}"',
+                       container=who(use.container), resource=use.resource, path=use.path,
+                       device_class=use.device_class.name, cohort=cohort.name),
                 why=why,
-                fix="request a DeviceClass the cohort offers"))
+                fix=T("request a DeviceClass the cohort offers")))
     return out
 
 

@@ -5,29 +5,30 @@ from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, integer
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import T, Text, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.RUN_AS_ROOT
 
 
-def _contradictions(sc: Mapping[str, Any], security: SecurityDefaults, container: bool) -> list[tuple[str, str, str]]:
+def _contradictions(sc: Mapping[str, Any], security: SecurityDefaults, container: bool) -> list[tuple[str, str, Text]]:
     """(field, what, fix) for each setting of `sc` that contradicts the defaults. Runs for every
     securityContext of every cohort-bound pod: it only reads the four fields that can contradict."""
     out = []
     if security.run_as_non_root:
         if "runAsUser" in sc and integer(sc["runAsUser"]) == 0:
-            out.append(("runAsUser", "runAsUser: 0", f"remove runAsUser or set {security.run_as_user}"))
+            out.append(("runAsUser", "runAsUser: 0", T("remove runAsUser or set {uid}", uid=str(security.run_as_user))))
         if sc.get("runAsNonRoot") is False:
-            out.append(("runAsNonRoot", "runAsNonRoot: false", "remove runAsNonRoot: false"))
+            out.append(("runAsNonRoot", "runAsNonRoot: false", T("remove runAsNonRoot: false")))
     if container:
         if security.allow_privilege_escalation is False and sc.get("allowPrivilegeEscalation") is True:
-            out.append(("allowPrivilegeEscalation", "allowPrivilegeEscalation: true", "set it to false"))
+            out.append(("allowPrivilegeEscalation", "allowPrivilegeEscalation: true", T("set it to false")))
         if security.drop_capabilities and "capabilities" in sc:
             added = [a for a in as_list(as_dict(sc["capabilities"]).get("add")) if type(a) is str]
             if added:
                 out.append(("capabilities.add", f"capabilities.add: [{', '.join(added)}]",
-                            "remove the added capabilities"))
+                            T("remove the added capabilities")))
     return out
 
 
@@ -41,18 +42,19 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     pod_sc = view.spec.get("securityContext")
     if type(pod_sc) is dict and pod_sc:
         for problem in _contradictions(pod_sc, security, False):
-            found.append(("the pod" if view.is_pod else "the pod template", f"{view.prefix}.securityContext", problem))
+            found.append((T("the pod") if view.is_pod else T("the pod template"), f"{view.prefix}.securityContext",
+                          problem))
     for c in view.containers:
         if c.security:
             for problem in _contradictions(c.security, security, True):
-                found.append((c.label, f"{c.path}.securityContext", problem))
+                found.append((who(c), f"{c.path}.securityContext", problem))
     out = []
-    for who, base, (field, what, fix) in found:
+    for subject, base, (field, what, fix) in found:
         path = f"{base}.{field}"
         out.append(Finding(
             path=path,
-            what=f"{who} sets {what} ({path})",
-            why=f'workloads on GPU cohort "{cohort.name}" run as non-root (UID {security.run_as_user}) without '
-                "privilege escalation or added capabilities",
+            what=T("{who} sets {setting} ({path})", who=subject, setting=what, path=path),
+            why=T('workloads on GPU cohort "{cohort}" run as non-root (UID {uid}) without privilege escalation or '
+                  "added capabilities", cohort=cohort.name, uid=str(security.run_as_user)),
             fix=fix))
     return out

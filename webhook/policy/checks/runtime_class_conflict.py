@@ -1,6 +1,7 @@
 from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import T
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -17,7 +18,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     path = f"{facts.view.prefix}.runtimeClassName"
     return [Finding(
         path=path,
-        what=f'runtimeClassName is "{runtime}" ({path}) in a device-plugin GPU pod',
-        why=f'cohort "{cohort.name}" injects GPUs through the {cohort.runtime_class_name} RuntimeClass (its containerd '
-            "handler); another runtime starts the container without them",
-        fix=f"set runtimeClassName: {cohort.runtime_class_name}, or remove it and let the webhook set it")]
+        what=T('runtimeClassName is "{runtime}" ({path}) in a device-plugin GPU pod', runtime=str(runtime), path=path),
+        why=T('cohort "{cohort}" injects GPUs through the {runtime} RuntimeClass (its containerd handler); another '
+              "runtime starts the container without them", cohort=cohort.name, runtime=str(cohort.runtime_class_name)),
+        fix=T("set runtimeClassName: {runtime}, or remove it and let the webhook set it",
+              runtime=str(cohort.runtime_class_name)))]

@@ -3,6 +3,7 @@ from typing import Any
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import Arg, T, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -43,37 +44,45 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             c = uses[0].container
             out.append(Finding(
                 path=ex[0].path,
-                what=f"{c.label} requests the exclusive {ex[0].resource} and the shared {sh[0].resource} "
-                     f"({ex[0].path})",
-                why="a container gets either a whole GPU or time-shared replicas; together they give unpredictable "
-                    "isolation and memory",
-                fix=f"keep either {ex[0].resource} or {sh[0].resource}"))
+                what=T("{container} requests the exclusive {exclusive} and the shared {shared} ({path})",
+                       container=who(c), exclusive=ex[0].resource, shared=sh[0].resource, path=ex[0].path),
+                why=T("a container gets either a whole GPU or time-shared replicas; together they give unpredictable "
+                      "isolation and memory"),
+                fix=T("keep either {exclusive} or {shared}", exclusive=ex[0].resource, shared=sh[0].resource)))
     if marked_exclusive(facts, policy):
         for use in facts.device_plugin:
             if not is_shared(use.resource, shared):
                 continue
+            base: dict[str, Arg] = {"container": who(use.container), "path": use.path, "label": policy.exclusive_label}
             if use.resource.endswith(".shared"):
-                what = f"the shared {use.resource} ({use.path})"
-                fix = f"request the exclusive {use.resource[: -len('.shared')]}, or remove the label"
+                what = T("{container} requests the shared {resource} ({path}) in a workload labelled {label}=true",
+                         resource=use.resource, **base)
+                fix = T("request the exclusive {resource}, or remove the label",
+                        resource=use.resource[: -len(".shared")])
             else:
                 # time-slicing or MPS without renameByDefault: the shared replicas keep the exclusive name
                 cohort = facts.choice.cohort
                 if cohort is None:  # unreachable: the shared names are the cohort's
                     continue
-                how = "MPS" if cohort.mps is not None and use.resource in cohort.mps.exposed_names() else "time-sliced"
-                what = f'{use.resource} ({use.path}), which cohort "{cohort.name}" hands out as {how} replicas,'
-                fix = "target a cohort whose GPUs are not shared, or remove the label"
+                mps = cohort.mps is not None and use.resource in cohort.mps.exposed_names()
+                args: dict[str, Arg] = {"resource": use.resource, "cohort": cohort.name, **base}
+                what = T('{container} requests {resource} ({path}), which cohort "{cohort}" hands out as MPS '
+                         "replicas, in a workload labelled {label}=true", **args) if mps else \
+                    T('{container} requests {resource} ({path}), which cohort "{cohort}" hands out as time-sliced '
+                      "replicas, in a workload labelled {label}=true", **args)
+                fix = T("target a cohort whose GPUs are not shared, or remove the label")
             out.append(Finding(
                 path=use.path,
-                what=f"{use.container.label} requests {what} in a workload labelled {policy.exclusive_label}=true",
-                why="shared replicas have no memory or fault isolation from other pods",
+                what=what,
+                why=T("shared replicas have no memory or fault isolation from other pods"),
                 fix=fix))
         for claim in facts.gpu_claims:
             for strategy in claim.sharing:
                 out.append(Finding(
                     path=claim.path,
-                    what=f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing in a workload '
-                         f"labelled {policy.exclusive_label}=true",
-                    why="shared GPUs have no memory or fault isolation from other workloads",
-                    fix="use a claim without a sharing config, or remove the label"))
+                    what=T('claim "{claim}" ({path}, {ref}) asks for {strategy} sharing in a workload labelled '
+                           "{label}=true", claim=claim.name, path=claim.path, ref=claim.ref, strategy=strategy,
+                           label=policy.exclusive_label),
+                    why=T("shared GPUs have no memory or fault isolation from other workloads"),
+                    fix=T("use a claim without a sharing config, or remove the label")))
     return out

@@ -1,16 +1,17 @@
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import T, Text, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.SHARED_REQUEST_COUNT
 
 
-def failing_shared_names(cohort: Cohort) -> dict[str, str]:
+def failing_shared_names(cohort: Cohort) -> dict[str, Text]:
     """Shared resource name -> "time-sliced" | "MPS", for sharing that fails requests above 1."""
     out = {}
-    for sharing, word in ((cohort.time_slicing, "time-sliced"), (cohort.mps, "MPS")):
+    for sharing, word in ((cohort.time_slicing, T("time-sliced")), (cohort.mps, T("MPS"))):
         if sharing is not None and sharing.fail_requests_greater_than_one:
             for name in sharing.exposed_names():
                 out[name] = word
@@ -31,10 +32,11 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         if word:
             out.append(Finding(
                 path=use.path,
-                what=f"{use.container.label} requests {use.amount:g} of the {word} resource {use.resource} "
-                     f"({use.path})",
-                why=f'cohort "{cohort.name}" fails requests for more than one shared replica at allocation time on the '
-                    "node (UnexpectedAdmissionError, long after admission), and more replicas buy neither memory nor "
-                    "proportional compute",
-                fix=f"request {use.resource}: 1"))
+                what=T("{container} requests {amount} of the {sharing} resource {resource} ({path})",
+                       container=who(use.container), amount=f"{use.amount:g}", sharing=word, resource=use.resource,
+                       path=use.path),
+                why=T('cohort "{cohort}" fails requests for more than one shared replica at allocation time on the '
+                      "node (UnexpectedAdmissionError, long after admission), and more replicas buy neither memory "
+                      "nor proportional compute", cohort=cohort.name),
+                fix=T("request {resource}: 1", resource=use.resource)))
     return out

@@ -5,7 +5,7 @@ from webhook.objects.claims import ClaimSpec
 from webhook.policy.context import Context
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import names
+from webhook.policy.messages import T, Text, names, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -21,11 +21,11 @@ def claim_sharing_problems(spec: ClaimSpec, cohort: Cohort, policy: Policy) -> I
             yield config.path, strategy
 
 
-def dra_fix(cohort: Cohort) -> str:
-    allowed = names(cohort.sharing_strategies)
-    return (f"use {allowed} or remove the sharing config" if allowed else
-            "remove the sharing config (exclusive GPUs), or have the GPU owner enable the driver's sharing feature "
-            "gate and list it in the cohort's sharingStrategies")
+def dra_fix(cohort: Cohort) -> Text:
+    if cohort.sharing_strategies:
+        return T("use {strategies} or remove the sharing config", strategies=names(cohort.sharing_strategies))
+    return T("remove the sharing config (exclusive GPUs), or have the GPU owner enable the driver's sharing feature "
+             "gate and list it in the cohort's sharingStrategies")
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -38,11 +38,11 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             if use.resource.endswith(".shared"):
                 out.append(Finding(
                     path=use.path,
-                    what=f'{use.container.label} requests the shared resource {use.resource} ({use.path}) on cohort '
-                         f'"{cohort.name}"',
-                    why="the cohort does not enable time-slicing or MPS, so no node advertises shared "
-                        "replicas and the pod never schedules",
-                    fix="request nvidia.com/gpu (a whole GPU)"))
+                    what=T('{container} requests the shared resource {resource} ({path}) on cohort "{cohort}"',
+                           container=who(use.container), resource=use.resource, path=use.path, cohort=cohort.name),
+                    why=T("the cohort does not enable time-slicing or MPS, so no node advertises shared "
+                          "replicas and the pod never schedules"),
+                    fix=T("request nvidia.com/gpu (a whole GPU)")))
     elif cohort.mechanism == DRA:
         for claim in facts.gpu_claims:
             if claim.spec is None:  # a GPU claim was resolved
@@ -50,9 +50,10 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             for path, strategy in claim_sharing_problems(claim.spec, cohort, policy):
                 out.append(Finding(
                     path=claim.path,
-                    what=f'claim "{claim.name}" ({claim.path}, {claim.ref}) asks for {strategy} sharing ({path}) on '
-                         f'cohort "{cohort.name}"',
-                    why=f"{strategy} is an Alpha driver feature this cohort does not enable",
+                    what=T('claim "{claim}" ({path}, {ref}) asks for {strategy} sharing ({config}) on cohort '
+                           '"{cohort}"', claim=claim.name, path=claim.path, ref=claim.ref, strategy=strategy,
+                           config=path, cohort=cohort.name),
+                    why=T("{strategy} is an Alpha driver feature this cohort does not enable", strategy=strategy),
                     fix=dra_fix(cohort)))
     return out
 
@@ -64,7 +65,10 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
         return []
     return [Finding(
         path=path,
-        what=f'the {facts.word} asks for {strategy} sharing ({path}) on cohort "{cohort.name}"',
-        why=f"{strategy} is an Alpha driver feature this cohort does not enable",
+        what=T('the template asks for {strategy} sharing ({path}) on cohort "{cohort}"', strategy=strategy, path=path,
+               cohort=cohort.name) if facts.word == "template" else
+        T('the claim asks for {strategy} sharing ({path}) on cohort "{cohort}"', strategy=strategy, path=path,
+          cohort=cohort.name),
+        why=T("{strategy} is an Alpha driver feature this cohort does not enable", strategy=strategy),
         fix=dra_fix(cohort))
         for path, strategy in claim_sharing_problems(spec, cohort, policy)]

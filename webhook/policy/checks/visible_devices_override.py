@@ -6,17 +6,18 @@ from webhook.objects.access import as_dict, as_str
 from webhook.objects.podspec import Container
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import names
+from webhook.policy.messages import T, Text, lookup_reason, names, who
 from webhook.policy.results import Finding
 from webhook.rules import Action, Rule
 
 RULE = Rule.VISIBLE_DEVICES_OVERRIDE
 HIDDEN = "void"  # what hide-gpus sets on containers without a GPU: not an override
-WHY = ("the device plugin or DRA driver makes exactly the allocated GPUs visible; an override hides or misreports them "
-       "and grants nothing, and under the nvidia runtime NVIDIA_* variables can expose GPUs the pod never requested")
+WHY = T("the device plugin or DRA driver makes exactly the allocated GPUs visible; an override hides or misreports "
+        "them and grants nothing, and under the nvidia runtime NVIDIA_* variables can expose GPUs the pod never "
+        "requested")
 # for a pod that asks for no GPU there is nothing allocated to hide or misreport: say what is true of it
-WHY_NO_GPU = ("the pod is allocated no GPU, so the variable grants nothing, and under the nvidia runtime NVIDIA_* "
-              "variables can expose GPUs of the node that no one allocated to it")
+WHY_NO_GPU = T("the pod is allocated no GPU, so the variable grants nothing, and under the nvidia runtime NVIDIA_* "
+               "variables can expose GPUs of the node that no one allocated to it")
 
 
 def _env_sources(container: Container) -> Iterator[tuple[int, str, str, str, bool]]:
@@ -30,18 +31,19 @@ def _env_sources(container: Container) -> Iterator[tuple[int, str, str, str, boo
                 yield i, kind, name, prefix, ref.get("optional") is True
 
 
-def _source(env: Mapping[str, Any]) -> str:
+def _source(env: Mapping[str, Any]) -> Text:
     """Where the variable's value comes from, named without the value itself."""
     value_from = as_dict(env.get("valueFrom"))
     for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
         ref = as_dict(value_from.get(field))
         if ref:
-            return f'from key {as_str(ref.get("key")) or "?"} of {kind} "{as_str(ref.get("name")) or "?"}"'
+            return T('from key {key} of {kind} "{name}"', key=as_str(ref.get("key")) or "?", kind=kind,
+                     name=as_str(ref.get("name")) or "?")
     if "fieldRef" in value_from or "resourceFieldRef" in value_from:
-        return "from a field of the pod"
+        return T("from a field of the pod")
     if "valueFrom" in env:
-        return "with valueFrom"
-    return "with a literal value"
+        return T("with valueFrom")
+    return T("with a literal value")
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -63,9 +65,10 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             how = _source(env)
             out.append(Finding(
                 path=path,
-                what=f"{c.label} sets {name} ({path}, {how})",
+                what=T("{container} sets {variable} ({path}, {how})", container=who(c), variable=name, path=path,
+                       how=how),
                 why=why,
-                fix=f"remove {name} and ask for GPUs with resources.limits or a ResourceClaim"))
+                fix=T("remove {variable} and ask for GPUs with resources.limits or a ResourceClaim", variable=name)))
         if not c.env_from:
             continue
         for i, kind, name, prefix, optional in _env_sources(c):
@@ -76,18 +79,21 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                 if hits:
                     out.append(Finding(
                         path=path,
-                        what=f'{c.label} takes {names(hits)} from {kind} "{name}" ({path}, envFrom)',
+                        what=T('{container} takes {variables} from {kind} "{name}" ({path}, envFrom)',
+                               container=who(c), variables=names(hits), kind=kind, name=name, path=path),
                         why=why,
-                        fix=f"remove {names(hits)} from the {kind}, or stop importing it with envFrom"))
+                        fix=T("remove {variables} from the {kind}, or stop importing it with envFrom",
+                              variables=names(hits), kind=kind)))
             elif not (optional and found is not None and found.reason == "not found") and _gpu_relevant(facts, policy):
-                reason = found.reason if found is not None else "cluster lookups are off"
+                reason = lookup_reason(found.reason) if found is not None else T("cluster lookups are off")
                 out.append(Finding(
                     path=path,
-                    what=f'{c.label} imports {kind} "{name}" with envFrom ({path}), which could not be read ({reason})',
-                    why=f"it may set {names(sorted(variables & {'CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES'}))} "
-                        "for a GPU pod",
-                    fix=f"make sure the {kind} holds none of the visible-devices variables, or turn on "
-                        f"the {kind} lookups",
+                    what=T('{container} imports {kind} "{name}" with envFrom ({path}), which could not be read '
+                           "({reason})", container=who(c), kind=kind, name=name, path=path, reason=reason),
+                    why=T("it may set {variables} for a GPU pod",
+                          variables=names(sorted(variables & {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"}))),
+                    fix=T("make sure the {kind} holds none of the visible-devices variables, or turn on the {kind} "
+                          "lookups", kind=kind),
                     cap=Action.WARN))
     return out
 

@@ -6,6 +6,7 @@ from webhook.objects.access import as_dict, as_list, as_str
 from webhook.policy.cohorts import INFERRED, NAMESPACE
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import Said, T, Text
 from webhook.rules import Rule
 
 RULE = Rule.DEFAULT_PLACEMENT
@@ -23,7 +24,7 @@ def _tolerated(existing: Sequence[Any], wanted: Toleration) -> bool:
     return False
 
 
-def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str]]:
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, Said]]:
     choice = facts.choice
     if choice.cohort is None or choice.source not in (NAMESPACE, INFERRED):
         return []
@@ -40,14 +41,20 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str
     missing = {k: v for k, v in cohort.node_labels.items() if k not in selector}
     existing = as_list(spec.get("tolerations"))
     tolerations = [t.as_dict() for t in cohort.tolerations if not _tolerated(existing, t)]
-    records = []
+    records: list[tuple[str, Said]] = []
+    by_default = choice.source == NAMESPACE
+
+    def of_cohort(what: Text) -> Text:
+        why = T("namespace default") if by_default else T("inferred from its GPU request")
+        return T('{what} of cohort "{cohort}" ({why})', what=what, cohort=cohort.name, why=why)
+
     if missing:
         node = draft.node("spec", "nodeSelector")
         node.update(missing)
-        records.append(("spec.nodeSelector", "node labels " + ", ".join(f"{k}={v}" for k, v in missing.items())))
+        records.append(("spec.nodeSelector", lambda: of_cohort(T("node labels {labels}", labels=", ".join(
+            f"{k}={v}" for k, v in missing.items())))))
     if tolerations:
         draft.node("spec", "tolerations", create=list).extend(tolerations)
-        records.append(("spec.tolerations", "tolerations " + ", ".join(
-            f"{t.get('key', '*')} {t['operator']} {t.get('effect', '')}".strip() for t in tolerations)))
-    why = "namespace default" if choice.source == NAMESPACE else "inferred from its GPU request"
-    return [(path, f'{what} of cohort "{cohort.name}" ({why})') for path, what in records]
+        records.append(("spec.tolerations", lambda: of_cohort(T("tolerations {tolerations}", tolerations=", ".join(
+            f"{t.get('key', '*')} {t['operator']} {t.get('effect', '')}".strip() for t in tolerations)))))
+    return records

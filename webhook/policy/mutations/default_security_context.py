@@ -1,10 +1,13 @@
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, as_str, integer
+from webhook.objects.podspec import Container
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import Said, T, Text, who
 from webhook.rules import Rule
 
 RULE = Rule.DEFAULT_SECURITY_CONTEXT
@@ -26,14 +29,14 @@ def _container_defaults(sc: Mapping[str, Any], security: SecurityDefaults) -> di
     return out
 
 
-def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str]]:
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, Said]]:
     if facts.choice.cohort is None:
         return []
     spec = facts.view.spec
     if as_str(as_dict(spec.get("os")).get("name")) == "windows":
         return []  # seccomp, runAsUser and capabilities are Linux-only fields
     security = policy.security
-    records = []
+    records: list[tuple[str, Said]] = []
     pod_sc = as_dict(spec.get("securityContext"))
     root_somewhere = integer(pod_sc.get("runAsUser")) == 0
     for c in facts.view.containers:
@@ -49,7 +52,7 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str
         pod_add["seccompProfile"] = {"type": security.seccomp_profile}
     if pod_add:
         draft.node("spec", "securityContext").update(pod_add)
-        records.append(("spec.securityContext", "pod " + ", ".join(pod_add)))
+        records.append(("spec.securityContext", lambda: T("pod {fields}", fields=", ".join(pod_add))))
     for c in facts.view.containers:
         if c.section == "ephemeralContainers":
             continue
@@ -64,5 +67,10 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, str
             capabilities = draft.node("spec", c.section, index, "securityContext", "capabilities")
             capabilities["drop"] = add.pop("capabilities")["drop"]
         node.update(add)
-        records.append((f"spec.{c.section}[{index}].securityContext", f"{c.label} " + ", ".join(added)))
+        records.append((f"spec.{c.section}[{index}].securityContext",
+                        partial(_said, c, added)))
     return records
+
+
+def _said(container: Container, added: list[str]) -> Text:
+    return T("{container} {fields}", container=who(container), fields=", ".join(added))

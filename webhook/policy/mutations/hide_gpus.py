@@ -1,7 +1,11 @@
+from functools import partial
+
 from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.objects.access import as_dict, as_list
+from webhook.objects.podspec import Container
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
+from webhook.policy.messages import Said, T, Text, who
 from webhook.rules import Rule
 
 RULE = Rule.HIDE_GPUS
@@ -9,7 +13,7 @@ VARIABLE = "NVIDIA_VISIBLE_DEVICES"
 
 
 def mutate(draft: Draft, facts: GpuFacts, policy: Policy,
-           ephemeral: frozenset[str] | None = None) -> list[tuple[str, str]]:
+           ephemeral: frozenset[str] | None = None) -> list[tuple[str, Said]]:
     """On pod CREATE: the containers and init containers that request no GPU. On an UPDATE of
     pods/ephemeralcontainers: the ephemeral containers it adds (`ephemeral`), which never request one; a
     CUDA image's ENV would otherwise give a debug container NVIDIA_VISIBLE_DEVICES=all."""
@@ -18,7 +22,7 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy,
                                   for c in policy.cohorts):
         return []
     gpu = facts.gpu_containers()
-    records = []
+    records: list[tuple[str, Said]] = []
     for c in facts.view.containers:
         if ephemeral is None:
             if c.section == "ephemeralContainers" or c.name in gpu:
@@ -30,6 +34,11 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy,
             continue
         index = c.position
         draft.node("spec", c.section, index, "env", create=list).append({"name": VARIABLE, "value": "void"})
-        records.append((f"spec.{c.section}[{index}].env", f"{VARIABLE}=void on {c.label}, which requests no GPU, "
-                        f'under the "{runtime}" runtime'))
+        records.append((f"spec.{c.section}[{index}].env",
+                        partial(_said, c, str(runtime))))
     return records
+
+
+def _said(container: Container, runtime: str) -> Text:
+    return T('{variable}=void on {container}, which requests no GPU, under the "{runtime}" runtime', variable=VARIABLE,
+             container=who(container), runtime=runtime)

@@ -83,7 +83,7 @@ class Admission:
             "event": "internal-error", "endpoint": endpoint, **_identity(request), "failure_mode": self.failure_mode,
             "error": type(exc).__name__, "where": where(exc)}})
         try:
-            language = self.store.policy.language_for(request.get("namespace"))
+            language = self.store.policy.language_for(request.namespace)
         except Exception:  # the answer must still be given, in English at worst
             language = "en"
         if self.failure_mode == "deny":

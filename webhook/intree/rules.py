@@ -15,6 +15,7 @@ from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.policy.checks import device_access_bypass as dab
 from webhook.policy.checks import visible_devices_override as vdo
 from webhook.policy.gpu import GPU_RESOURCE_PREFIXES
+from webhook.policy.messages import render
 from webhook.rules import Rule
 
 SECTIONS = (("containers", "container"), ("initContainers", "init container"),
@@ -96,7 +97,7 @@ def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str
                 f"{i} < 0",
                 f"{head}{_word(section, word, c)} + ' \"' + {c}.name + '\" sets ' + {e}.name + ' (' + {path} + ', ' + "
                 f"(has({e}.valueFrom) ? 'with valueFrom' : 'with a literal value') + ')' + "
-                f"{lit(': ' + vdo.WHY + '; remove ')} + {e}.name + "
+                f"{lit(': ' + render(vdo.WHY) + '; remove ')} + {e}.name + "
                 f"{lit(' and ask for GPUs with resources.limits or a ResourceClaim [' + rule.value + '] ' + policy.docs_url(rule))}"))
         return variables, out
     if rule is Rule.DEVICE_ACCESS_BYPASS:

@@ -94,7 +94,7 @@ def test_a_japanese_answer_through_the_handler_and_review():
     request = {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE",
                "namespace": "ml", "object": pod, "userInfo": {}}
-    outcome = validate(request, policy=policy, resolver=NoLookups())
+    outcome = validate(review.read_request(request), policy=policy, resolver=NoLookups())
     answer = review.response("u", outcome, mutating=False)["response"]
     assert answer["allowed"] is False
     message = answer["status"]["message"]

@@ -11,6 +11,7 @@ from webhook.objects.inventory import Admitted, Inventory, NodeInfo
 from webhook.policy import capacity
 from webhook.policy.context import Context
 from webhook.policy.gpu import ClaimUse, GpuFacts, ResourceUse
+from webhook.policy.messages import Arg, Joined, T, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -21,9 +22,12 @@ def _amount(value: float) -> str:
     return str(int(value)) if value == int(value) else f"{value:g}"
 
 
-def _nodes_phrase(nodes: Sequence[NodeInfo], cohort: Cohort) -> str:
-    count = "the one node" if len(nodes) == 1 else f"the {len(nodes)} nodes"
-    return f"{count} of cohort \"{cohort.name}\" that the pod's node selection and tolerations admit"
+def _nodes_phrase(nodes: Sequence[NodeInfo], cohort: Cohort) -> Arg:
+    if len(nodes) == 1:
+        return T('the one node of cohort "{cohort}" that the pod\'s node selection and tolerations admit',
+                 cohort=cohort.name)
+    return T('the {count} nodes of cohort "{cohort}" that the pod\'s node selection and tolerations admit',
+             count=len(nodes), cohort=cohort.name)
 
 
 def effective(uses: tuple[ResourceUse, ...]) -> dict[str, float]:
@@ -63,7 +67,8 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
     nodes = admitted.nodes or ()
     out = []
     said: set[str] = set()
-    where, total = "", 0
+    where: Arg = ""
+    total = 0
     for use in uses:
         if use.container.section == "ephemeralContainers":
             continue
@@ -75,8 +80,9 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
         said.add(use.resource)
         out.append(Finding(
             path=use.path,
-            what=f"{use.container.label} requests {_amount(use.amount)} {use.resource} ({use.path}) "
-                 f'on cohort "{cohort.name}"',
+            what=T('{container} requests {amount} {resource} ({path}) on cohort "{cohort}"',
+                   container=who(use.container), amount=_amount(use.amount), resource=use.resource, path=use.path,
+                   cohort=cohort.name),
             why=_largest_why(use.resource, most, node, nodes, where, cohort, total),
             fix=_fix(use.resource, most, nodes, total)))
     if len(uses) == 1 and uses[0].container.section == "containers":
@@ -92,46 +98,54 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
         said.add(resource)
         out.append(Finding(
             path=pod_path,
-            what=f"the pod requests {_amount(wanted[resource])} {resource} in all ({pod_path}, init containers and "
-                 f'sidecars counted as the scheduler counts them) on cohort "{cohort.name}"',
+            what=T('the pod requests {amount} {resource} in all ({path}, init containers and sidecars counted as '
+                   'the scheduler counts them) on cohort "{cohort}"', amount=_amount(wanted[resource]),
+                   resource=resource, path=pod_path, cohort=cohort.name),
             why=_largest_why(resource, most, node, nodes, where, cohort, total),
             fix=_fix(resource, most, nodes, total)))
     if not said and len(wanted) > 1 and nodes and not capacity.one_node_has_all(admitted, wanted):
         where = _nodes_phrase(nodes, cohort)
-        listed = ", ".join(f"{_amount(wanted[r])} {r}" for r in sorted(wanted))
+        listed = Joined(tuple(f"{_amount(wanted[r])} {r}" for r in sorted(wanted)))
         out.append(Finding(
             path=pod_path,
-            what=f'the pod requests {listed} together ({pod_path}) on cohort "{cohort.name}"',
-            why=f"no single node among {where} has all of them allocatable, so the pod never schedules",
-            fix="split the resources across pods, or give one node pool all of them"))
+            what=T('the pod requests {resources} together ({path}) on cohort "{cohort}"', resources=listed,
+                   path=pod_path, cohort=cohort.name),
+            why=T("no single node among {nodes} has all of them allocatable, so the pod never schedules", nodes=where),
+            fix=T("split the resources across pods, or give one node pool all of them")))
     return out
 
 
 def _largest_why(resource: str, most: float, node: NodeInfo | None, nodes: Sequence[NodeInfo],
-                 where: str, cohort: Cohort, total: int) -> str:
+                 where: Arg, cohort: Cohort, total: int) -> Arg:
     if not total:
-        return f'the cluster has no node of cohort "{cohort.name}" (none carries its node labels), ' \
-               "so the pod never schedules"
+        return T('the cluster has no node of cohort "{cohort}" (none carries its node labels), so the pod never '
+                 "schedules", cohort=cohort.name)
     if not nodes:
-        return (f"none of the {total} node{'s' if total != 1 else ''} of cohort \"{cohort.name}\" admits the pod "
-                "(its node selection, and its tolerations against their taints), so the pod never schedules")
+        if total == 1:
+            return T('none of the 1 node of cohort "{cohort}" admits the pod (its node selection, and its '
+                     "tolerations against their taints), so the pod never schedules", cohort=cohort.name)
+        return T('none of the {count} nodes of cohort "{cohort}" admits the pod (its node selection, and its '
+                 "tolerations against their taints), so the pod never schedules", count=total, cohort=cohort.name)
     if node is None:
-        return f"none of {where} has {resource} allocatable, so the pod never schedules"
-    return (f'the largest allocatable {resource} among {where} is {_amount(most)} (node "{node.name}"), '
-            "so the pod never schedules, even on an empty node")
+        return T("none of {nodes} has {resource} allocatable, so the pod never schedules", nodes=where,
+                 resource=resource)
+    return T('the largest allocatable {resource} among {nodes} is {amount} (node "{node}"), so the pod never '
+             "schedules, even on an empty node", resource=resource, nodes=where, amount=_amount(most),
+             node=node.name)
 
 
-def _fix(resource: str, most: float, nodes: Sequence[NodeInfo], total: int) -> str:
+def _fix(resource: str, most: float, nodes: Sequence[NodeInfo], total: int) -> Arg:
     if total and not nodes:
-        return "tolerate the cohort's taints and select its nodes (default-placement adds both when the pod " \
-               "selects none itself), or target another cohort"
+        return T("tolerate the cohort's taints and select its nodes (default-placement adds both when the pod "
+                 "selects none itself), or target another cohort")
     if most <= 0:
-        return "target a cohort whose nodes advertise it, or have the cluster owner add such nodes"
-    return f"request at most {_amount(most)} {resource} per pod (split the work across pods), or add larger nodes"
+        return T("target a cohort whose nodes advertise it, or have the cluster owner add such nodes")
+    return T("request at most {amount} {resource} per pod (split the work across pods), or add larger nodes",
+             amount=_amount(most), resource=resource)
 
 
 def _leaf_problem(leaf: DeviceRequest, inventory: Inventory, admitted: Admitted,
-                  context: Context, policy: Policy) -> str | None:
+                  context: Context, policy: Policy) -> Arg | None:
     """Why the leaf cannot be allocated on any one node; None when it can, or when that cannot be told."""
     info = context.device_class(leaf.device_class)
     if info is None or info.selectors is None:
@@ -147,28 +161,39 @@ def _leaf_problem(leaf: DeviceRequest, inventory: Inventory, admitted: Admitted,
     if count >= need:
         return None
     if count:
-        return (f"at most {count} matching device{'s' if count != 1 else ''} can be used from one node"
-                f"{f' ({node})' if node else ''}, and it asks for {need}")
+        if node:
+            return (T("at most {count} matching device can be used from one node ({node}), and it asks for {need}",
+                      count=count, node=node, need=need) if count == 1 else
+                    T("at most {count} matching devices can be used from one node ({node}), and it asks for {need}",
+                      count=count, node=node, need=need))
+        return (T("at most {count} matching device can be used from one node, and it asks for {need}",
+                  count=count, need=need) if count == 1 else
+                T("at most {count} matching devices can be used from one node, and it asks for {need}",
+                  count=count, need=need))
     near = found.closest
     if near is None:
-        return "no ResourceSlice publishes a device on the nodes the pod may use"
+        return T("no ResourceSlice publishes a device on the nodes the pod may use")
     device, v = near
     described = device.describe()
     label = f"{device.label}{f' ({described})' if described else ''}"
     n_class = len(info.selectors)
-    if v.passed < n_class:
-        which = f'the DeviceClass\'s selector {v.passed + 1} ({info.selectors[v.passed]})'
-    else:
-        which = f"the request's selector {v.passed - n_class + 1} ({leaf.selectors[v.passed - n_class]})"
-    outcome = "is false for it" if v.reason == "false" else f"fails on it: {v.reason}"
-    return f"no published device matches; the closest one tried, {label}, passes {v.passed} of " \
-           f"{len(expressions)} selectors: {which} {outcome}"
+    which = T("the DeviceClass's selector {number} ({expression})", number=v.passed + 1,
+              expression=info.selectors[v.passed]) if v.passed < n_class else \
+        T("the request's selector {number} ({expression})", number=v.passed - n_class + 1,
+          expression=leaf.selectors[v.passed - n_class])
+    if v.reason == "false":
+        return T("no published device matches; the closest one tried, {device}, passes {passed} of {total} "
+                 "selectors: {selector} is false for it", device=label, passed=v.passed, total=len(expressions),
+                 selector=which)
+    return T("no published device matches; the closest one tried, {device}, passes {passed} of {total} "
+             "selectors: {selector} fails on it: {error}", device=label, passed=v.passed, total=len(expressions),
+             selector=which, error=v.reason)
 
 
 def _request_problem(request: DeviceRequest, inventory: Inventory, admitted: Admitted,
-                     context: Context, policy: Policy) -> tuple[DeviceRequest, str] | None:
+                     context: Context, policy: Policy) -> tuple[DeviceRequest, Arg] | None:
     """The first alternative and why, when no alternative of the request fits (firstAvailable: any one)."""
-    first: tuple[DeviceRequest, str] | None = None
+    first: tuple[DeviceRequest, Arg] | None = None
     for leaf in request.leaves():
         problem = _leaf_problem(leaf, inventory, admitted, context, policy)
         if problem is None:
@@ -191,7 +216,7 @@ def _claim(claim: ClaimUse, inventory: Inventory, admitted: Admitted, cohort: Co
     if claim.spec is None:
         return []
     gpu = {leaf.path for leaf in claim.gpu_requests}
-    word = "template" if claim.ref_kind == "ResourceClaimTemplate" else "ResourceClaim"
+    template = claim.ref_kind == "ResourceClaimTemplate"
     out = []
     for request in claim.spec.requests:
         if not any(leaf.path in gpu for leaf in request.leaves()):
@@ -201,18 +226,24 @@ def _claim(claim: ClaimUse, inventory: Inventory, admitted: Admitted, cohort: Co
             continue
         leaf, problem = found
         many = len(request.alternatives)
-        amount = "all matching devices" if leaf.allocation_mode == "All" else \
-            f"{leaf.count} device{'s' if leaf.count != 1 else ''}"
-        alternatives = f' in its first firstAvailable alternative "{leaf.name}" (none of the {many} fits)' \
-            if many else ""
+        amount = T("all matching devices") if leaf.allocation_mode == "All" else \
+            T("{count} device", count=leaf.count) if leaf.count == 1 else T("{count} devices", count=leaf.count)
+        alternatives: Arg = T(' in its first firstAvailable alternative "{name}" (none of the {count} fits)',
+                              name=leaf.name, count=many) if many else ""
+        args: dict[str, Arg] = {
+            "claim": claim.name, "path": claim.path, "ref": str(claim.ref_name), "request": request.name,
+            "request_path": request.path, "amount": amount, "device_class": str(leaf.device_class),
+            "alternatives": alternatives, "cohort": cohort.name}
         out.append(Finding(
             path=claim.path,
-            what=f'claim "{claim.name}" ({claim.path}) uses {word} "{claim.ref_name}", whose request '
-                 f'"{request.name}" ({request.path}) asks for {amount} of DeviceClass '
-                 f'"{leaf.device_class}"{alternatives} on cohort "{cohort.name}"',
-            why=f"{problem}, so the pod never schedules, even on an empty node",
-            fix="ask for devices the cohort's ResourceSlices publish (loosen the selectors or lower the count), "
-                "or have the cluster owner add such devices"))
+            what=T('claim "{claim}" ({path}) uses template "{ref}", whose request "{request}" ({request_path}) '
+                   'asks for {amount} of DeviceClass "{device_class}"{alternatives} on cohort "{cohort}"', **args)
+            if template else
+            T('claim "{claim}" ({path}) uses ResourceClaim "{ref}", whose request "{request}" ({request_path}) '
+              'asks for {amount} of DeviceClass "{device_class}"{alternatives} on cohort "{cohort}"', **args),
+            why=T("{problem}, so the pod never schedules, even on an empty node", problem=problem),
+            fix=T("ask for devices the cohort's ResourceSlices publish (loosen the selectors or lower the count), "
+                  "or have the cluster owner add such devices")))
     return out
 
 

@@ -66,7 +66,7 @@ _FENCE = re.compile(r"^```[^\n]*\n.*?^```$", re.M | re.S)
 CONDENSED_JA = {
     "cohort-mismatch", "default-placement", "default-security-context",
     "device-access-bypass", "double-mechanism", "hide-gpus", "resource-not-offered",
-    "sharing-not-enabled", "unresolved-claim",
+    "sharing-not-enabled",
 }
 
 

@@ -56,3 +56,39 @@ def test_every_japanese_page_is_a_rule_s():
 @pytest.mark.parametrize("rule", list(Rule), ids=str)
 def test_the_japanese_docs_link_names_the_japanese_page(rule):
     assert default_policy().docs_url(rule, "ja").endswith(f"/docs/rules/ja/{rule.value}.md")
+
+
+_FENCE = re.compile(r"^```[^\n]*\n.*?^```$", re.M | re.S)
+
+# Japanese pages that are still the condensed form (header, why, when, fix, a message, settings, and a link to the
+# English page), not yet full twins: each is expected to fail the twin test below, strictly, so that a page
+# translated in full must leave this list.
+CONDENSED_JA = {"cohort-mismatch", "default-placement"}
+
+
+def _structure(text: str) -> tuple[list[int], list[str]]:
+    """The heading levels in order (outside code blocks) and the code blocks, verbatim."""
+    blocks = _FENCE.findall(text)
+    prose = _FENCE.sub("", text)
+    levels = [len(m.group(1)) for m in re.finditer(r"^(#{1,6}) ", prose, re.M)]
+    return levels, blocks
+
+
+@pytest.mark.parametrize("rule", [
+    pytest.param(r, marks=pytest.mark.xfail(strict=True, reason="condensed Japanese page, not yet a full twin"))
+    if r.value in CONDENSED_JA else r for r in Rule], ids=str)
+def test_a_japanese_page_is_a_full_twin_of_the_english_page(rule):
+    """Every section of the English page, in its order, with its examples and YAML exactly as they are."""
+    english = (RULE_DOCS / f"{rule.value}.md").read_text(encoding="utf-8")
+    japanese = (RULE_DOCS / "ja" / f"{rule.value}.md").read_text(encoding="utf-8")
+    en_levels, en_blocks = _structure(english)
+    ja_levels, ja_blocks = _structure(japanese)
+    assert ja_levels == en_levels, "the headings differ in number, order or level"
+    assert ja_blocks == en_blocks, "the code blocks differ: examples and YAML stay as they are"
+    en_rows = re.findall(r"^\|.*\|$", _FENCE.sub("", english), re.M)
+    ja_rows = re.findall(r"^\|.*\|$", _FENCE.sub("", japanese), re.M)
+    assert len(ja_rows) == len(en_rows), "the tables differ in rows"
+
+
+def test_the_condensed_list_names_only_rules():
+    assert CONDENSED_JA <= {r.value for r in Rule}

@@ -9,6 +9,7 @@ written as a visible escape, `\\u2028`, so the reader sees that it was there."""
 from __future__ import annotations
 
 import re
+from unicodedata import east_asian_width
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SPACE = re.compile("[\t\n\v\f\r ]+")
@@ -42,3 +43,13 @@ def capped(text: object, limit: int) -> str:
         return value
     kept = raw[:limit].decode("utf-8", "ignore")
     return f"{kept}...({len(raw) - len(kept.encode())} more bytes)"
+
+
+def columns(text: str) -> int:
+    """Terminal columns of `text`: East Asian wide characters (Japanese words) take two."""
+    return sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, width: int) -> str:
+    """`text` left-aligned in `width` terminal columns."""
+    return text + " " * max(0, width - columns(text))

@@ -15,10 +15,10 @@ from tests.schemas import crd_errors, validate_junit, validate_sarif
 from tests.support import DATA
 from webhook.audit.listing import AUDITED, list_cluster
 from webhook.audit.progress import Progress
-from webhook.audit.table import columns
 from webhook.cli.main import main
 from webhook.config.load import DEFAULT_PATH
 from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
+from webhook.text import columns
 
 from .conftest import REAL_MANIFESTS, SEED
 

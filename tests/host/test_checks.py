@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -275,3 +276,28 @@ def test_what_the_node_offers(host_dir, fields, capacity, labels, check, expecte
     found = findings(host_dir(), "device-plugin", policy_with("device-plugin", **fields) if fields else None, node=node)
     assert statuses(found, check) == expected, [f.message for f in found]
     assert verdict(found) is result, [f.message for f in found if f.status is not Status.PASS]
+
+
+@pytest.mark.parametrize("case", ["dra-fit", "device-plugin-fit", "dra-driver-560", "device-plugin-no-handler",
+                                  "mixed-a100-table-on-h200", "device-plugin-no-containerd-config"])
+def test_messages_in_japanese(host_dir, golden_host, case):
+    """The same findings (checks, statuses, subjects, docs links) as in English, their texts in Japanese."""
+    _, cohort, fields, host, *_ = next(c for c in CASES if c[0] == case)
+    folder = host_dir(**host)
+    policy = policy_with(cohort, **fields) if fields else None
+    english = findings(folder, cohort, policy)
+    found = findings(folder, cohort, policy, language="ja")
+    assert [(f.check, f.status, f.subject, f.docs) for f in found] == [(f.check, f.status, f.subject, f.docs)
+                                                                       for f in english]
+    for f, e in zip(found, english):
+        assert f.message.startswith(f"{f.subject}: ") and f.message.endswith(f"[{f.check.value}] {f.docs}")
+        if f.status is not Status.PASS:
+            assert "。対処: " in f.message and f.message != e.message
+    golden_host([f"{f.status.value} {f.message}" for f in found], f"ja/{case}")
+
+
+def test_the_policy_language_decides_without_an_argument(host_dir):
+    folder = host_dir()
+    policy = replace(policy_with("dra"), language="ja")
+    assert "コホート" in " ".join(f.message for f in findings(folder, "dra", policy))
+    assert "コホート" not in " ".join(f.message for f in findings(folder, "dra", policy, language="en"))

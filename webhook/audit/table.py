@@ -2,12 +2,11 @@
 and namespace, then the kinds that could not be listed and a summary. Full messages are in `-o json`."""
 from __future__ import annotations
 
-from unicodedata import east_asian_width
-
 from webhook.audit.evaluate import Audited
 from webhook.audit.listing import ListFailure
 from webhook.policy.messages import Arg, T, render
 from webhook.rules import Action, Rule
+from webhook.text import columns
 
 _HEADER = (T("RULE"), T("NAMESPACE"), T("ACTION"), T("OBJECT"), T("PATH"))
 _RULE_ORDER = {rule: i for i, rule in enumerate(Rule)}
@@ -55,11 +54,6 @@ def render_table(audited: list[Audited], failures: tuple[ListFailure, ...], lang
     lines.append("")
     lines.append(summary(audited, failures, language))
     return "\n".join(line.rstrip() for line in lines)
-
-
-def columns(text: str) -> int:
-    """Terminal columns of `text`: East Asian wide characters (Japanese headings) take two."""
-    return sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def summary(audited: list[Audited], failures: tuple[ListFailure, ...], language: str = "en") -> str:

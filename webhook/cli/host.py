@@ -7,17 +7,28 @@ import json
 import sys
 from pathlib import Path
 
-from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
+from webhook.cli.policy_arg import (
+    EXIT_DENIED,
+    EXIT_ERROR,
+    EXIT_OK,
+    add_policy_options,
+    cli_language,
+    load_policy_or_exit,
+)
 from webhook.host.checks import Status, check_host, quoted, verdict
 from webhook.host.facts import CONTAINERD_CONFIG, collect
 from webhook.host.inventory import inventory, text
 from webhook.host.node import parse_node
 from webhook.host.nvsmi import ParseError
 from webhook.host.sources import CapturedHost, LiveHost, Source, capture
+from webhook.locale import LANGUAGES
+from webhook.policy.messages import T, render
+from webhook.text import columns, pad
 
 EXIT = {Status.PASS: EXIT_OK, Status.FAIL: EXIT_DENIED, Status.UNKNOWN: EXIT_ERROR}
-_MARK = {Status.PASS: "pass", Status.FAIL: "FAIL", Status.UNKNOWN: "unknown"}
-_VERDICT = {Status.PASS: "fit", Status.FAIL: "not fit", Status.UNKNOWN: "cannot tell"}
+_MARK = {Status.PASS: T("pass"), Status.FAIL: T("FAIL"), Status.UNKNOWN: T("unknown")}
+_VERDICT = {Status.PASS: "fit", Status.FAIL: "not fit", Status.UNKNOWN: "cannot tell"}  # JSON's `result`: a contract
+_SAID = {Status.PASS: T("fit"), Status.FAIL: T("not fit"), Status.UNKNOWN: T("cannot tell")}
 
 
 def register(sub) -> None:
@@ -34,6 +45,9 @@ def register(sub) -> None:
     _source_options(inv)
     inv.add_argument("--show-ids", action="store_true", help="include UUIDs, serial numbers and PCI bus ids")
     inv.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    inv.add_argument("--lang", choices=LANGUAGES, default=None,
+                     help="language of the text report; without it LANGUAGE, LC_ALL, LC_MESSAGES or LANG decides "
+                     "(the JSON is the same in every language)")
     inv.set_defaults(func=run_inventory)
 
     chk = verbs.add_parser("check", help="check this host against a cohort and the seed's prerequisites",
@@ -78,12 +92,14 @@ def run_inventory(args) -> int:
     source = _source(args)
     if source is None:
         return EXIT_ERROR
-    inv = inventory(collect(source, containerd_config=args.containerd_config), show_ids=args.show_ids)
+    language = "en" if args.output == "json" else cli_language(args) or "en"
+    inv = inventory(collect(source, containerd_config=args.containerd_config), show_ids=args.show_ids,
+                    language=language)
     if args.output == "json":
         json.dump(inv, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
-        print("\n".join(text(inv)))
+        print("\n".join(text(inv, language)))
     return EXIT_ERROR if inv["errors"] else EXIT_OK
 
 
@@ -117,17 +133,22 @@ def run_check(args) -> int:
     result = verdict(findings)
     if args.output == "json":
         json.dump({"cohort": cohort.name, "mechanism": cohort.mechanism, "manager": cohort.manager,
-                   "source": facts.where, "result": _VERDICT[result], "exitCode": EXIT[result],
+                   "source": render(facts.where), "result": _VERDICT[result], "exitCode": EXIT[result],
                    "findings": [f.as_dict() for f in findings]}, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
-        print(f"host check: cohort {quoted(cohort.name)} (mechanism {cohort.mechanism}, manager {cohort.manager}) "
-              f"against {facts.where}")
+        language = policy.language
+        print(render(T("host check: cohort {cohort} (mechanism {mechanism}, manager {manager}) against {source}",
+                       cohort=quoted(cohort.name), mechanism=cohort.mechanism, manager=cohort.manager,
+                       source=facts.where), language))
+        marks = {s: render(m, language) for s, m in _MARK.items()}
+        width = max(8, *(columns(m) for m in marks.values()))
         for f in findings:
-            print(f"    {_MARK[f.status]:<8} {f.message}")
+            print(f"    {pad(marks[f.status], width)} {f.message}")
         counts = {s: sum(1 for f in findings if f.status is s) for s in Status}
-        print(f"{_VERDICT[result]}: {counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown, "
-              f"{counts[Status.PASS]} passed")
+        print(render(T("{verdict}: {failed} failed, {unknown} unknown, {passed} passed", verdict=_SAID[result],
+                       failed=counts[Status.FAIL], unknown=counts[Status.UNKNOWN], passed=counts[Status.PASS]),
+                     language))
     return EXIT[result]
 
 

@@ -1,11 +1,10 @@
 """Results as `check --output json` gives them (and `audit` reuses), and as a readable report."""
 from __future__ import annotations
 
-from unicodedata import east_asian_width
-
 from webhook.policy.messages import Arg, Joined, T, render, skip_reason
 from webhook.policy.results import Evaluation
 from webhook.rules import Action
+from webhook.text import pad
 
 _MARK = {Action.ENFORCE: T("deny"), Action.WARN: T("warn"), Action.AUDIT: T("audit")}
 
@@ -46,9 +45,9 @@ def text_block(ev: Evaluation, where: str) -> list[str]:
     for v in ev.violations:
         mark = T("patch") if v.rule.is_mutation else (T("would deny") if ev.dry_run and v.action is Action.ENFORCE
                                                       else _MARK[v.action])
-        lines.append(f"    {_pad(render(mark, language), 10)} {v.message}")
+        lines.append(f"    {pad(render(mark, language), 10)} {v.message}")
     for e in ev.errors:
-        lines.append(f"    {_pad(render(T('error'), language), 10)} "
+        lines.append(f"    {pad(render(T('error'), language), 10)} "
                      + render(T("rule {rule} failed internally: {error}", rule=e.rule.value, error=e.error), language))
     return lines
 
@@ -76,9 +75,3 @@ def summary(evaluations: list[Evaluation], skipped_kinds: int, errors: int, lang
 def _joined(values: list[Arg]) -> Arg:
     """Values separated by the language's comma (the bracketed extras of a report line)."""
     return Joined(tuple(values))
-
-
-def _pad(text: str, width: int) -> str:
-    """`text` left-aligned in `width` terminal columns: a Japanese character takes two."""
-    columns = sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
-    return text + " " * max(0, width - columns)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from webhook.host import cdi, containerd, mig, nvsmi, toolkit
 from webhook.host.node import Node
 from webhook.host.sources import Missing, Source, glob
+from webhook.policy.messages import Text
 
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
@@ -14,7 +15,7 @@ CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 
 @dataclass(frozen=True, slots=True)
 class HostFacts:
-    where: str
+    where: Text  # the source, as reports name it
     smi: nvsmi.Smi | Missing
     listing: nvsmi.Smi | Missing  # `nvidia-smi -L`: the MIG devices with their profiles
     profiles: tuple[mig.Profile, ...] | Missing

@@ -8,6 +8,7 @@ from webhook.host import mig
 from webhook.host.facts import HostFacts
 from webhook.host.nvsmi import FORMS, Gpu, MigDevice
 from webhook.host.sources import Missing
+from webhook.policy.messages import Arg, T, render
 
 
 def _mig_devices(gpu: Gpu, facts: HostFacts, show_ids: bool) -> list[dict] | None:
@@ -77,10 +78,11 @@ def models(facts: HostFacts) -> list[dict]:
     return list(out.values())
 
 
-def inventory(facts: HostFacts, *, show_ids: bool = False) -> dict:
+def inventory(facts: HostFacts, *, show_ids: bool = False, language: str = "en") -> dict:
+    """The JSON-ready inventory; `source` names the host in `language` (English in JSON output)."""
     smi = facts.smi
     return {
-        "source": facts.where,
+        "source": render(facts.where, language),
         "readFrom": None if isinstance(smi, Missing) else smi.form,
         "driverVersion": None if isinstance(smi, Missing) else smi.driver_version,
         "cudaVersion": None if isinstance(smi, Missing) else smi.cuda_version,
@@ -91,47 +93,56 @@ def inventory(facts: HostFacts, *, show_ids: bool = False) -> dict:
     }
 
 
-def _mode(value) -> str:
-    return "unknown" if value is None else str(value)
+def text(inv: dict, language: str = "en") -> list[str]:
+    """The report a person reads, in `language`; values, names and the nvidia-smi/tool reasons stay as read."""
+    def say(value: Arg) -> str:
+        return render(value, language)
 
+    def mode(value) -> str:
+        return say(T("unknown")) if value is None else str(value)
 
-def text(inv: dict) -> list[str]:
-    lines = [f"Host: {inv['source']}"]
+    lines = [say(T("Host: {source}", source=inv["source"]))]
     if inv["errors"]:
-        return lines + [f"cannot read the GPUs: {e}" for e in inv["errors"]]
-    lines.append(f"Driver {_mode(inv['driverVersion'])}, CUDA {_mode(inv['cudaVersion'])} (read from "
-                 f"`{FORMS[inv['readFrom']]}`)")
-    lines.extend(f"note: {n}" for n in inv["notes"])
+        return lines + [say(T("cannot read the GPUs: {reason}", reason=e)) for e in inv["errors"]]
+    lines.append(say(T("Driver {driver}, CUDA {cuda} (read from `{form}`)", driver=mode(inv["driverVersion"]),
+                     cuda=mode(inv["cudaVersion"]), form=FORMS[inv["readFrom"]])))
+    lines.extend(say(T("note: {note}", note=n)) for n in inv["notes"])
     for g in inv["gpus"]:
-        memory = (f"{g['memoryMiB']} MiB ({g['memoryMiB'] / 1024:.1f} GiB)" if g["memoryMiB"] is not None
-                  else "memory unknown")
+        memory = (say(T("{mib} MiB ({gib} GiB)", mib=g["memoryMiB"], gib=f"{g['memoryMiB'] / 1024:.1f}"))
+                  if g["memoryMiB"] is not None else say(T("memory unknown")))
         lines.append("")
         lines.append(f"GPU {g['index']}: {g['productName']}, {memory}")
         if "uuid" in g:
-            lines.append(f"    uuid {_mode(g['uuid'])}, serial {_mode(g['serial'])}, bus {_mode(g['busId'])}")
-        capable = {True: "capable", False: "not capable", None: "capability unknown"}[g["migCapable"]]
-        mig_line = f"    MIG: {capable}"
+            lines.append("    " + say(T("uuid {uuid}, serial {serial}, bus {bus}", uuid=mode(g["uuid"]),
+                                      serial=mode(g["serial"]), bus=mode(g["busId"]))))
+        capable = {True: T("capable"), False: T("not capable"), None: T("capability unknown")}[g["migCapable"]]
+        mig_line = "    " + say(T("MIG: {capable}", capable=capable))
         if g["migCapable"]:
-            mig_line += f", current {_mode(g['migMode']['current'])}, pending {_mode(g['migMode']['pending'])}"
+            mig_line += say(T(", current {current}, pending {pending}", current=mode(g["migMode"]["current"]),
+                            pending=mode(g["migMode"]["pending"])))
         lines.append(mig_line)
-        lines.append(f"    persistence mode {_mode(g['persistenceMode'])}, compute mode {_mode(g['computeMode'])}")
+        lines.append("    " + say(T("persistence mode {persistence}, compute mode {compute}",
+                                  persistence=mode(g["persistenceMode"]), compute=mode(g["computeMode"]))))
         for d in g["migDevices"] or ():
-            lines.append(f"    MIG device {d['index']}: {d['profile'] or 'profile unknown'}"
-                         + (f", {d['memoryMiB']} MiB" if d["memoryMiB"] else "")
-                         + (f", {d['uuid']}" if d.get("uuid") else ""))
+            lines.append("    " + say(T("MIG device {index}: {profile}", index=d["index"],
+                                      profile=d["profile"] or T("profile unknown")))
+                         + (f", {d['memoryMiB']} MiB" if d["memoryMiB"] else "") + (f", {d['uuid']}" if d.get("uuid") else ""))
     for m in inv["models"]:
         lines.append("")
         gpus = ", ".join(map(str, m["gpus"]))
         if m["mig"] is None:
-            lines.append(f"MIG profile table of {m['productName']} (GPU {gpus}): unknown, {m['migTableUnknown']}")
+            lines.append(say(T("MIG profile table of {model} (GPU {gpus}): unknown, {reason}", model=m["productName"],
+                             gpus=gpus, reason=m["migTableUnknown"])))
             continue
-        same = (f"; the same as the built-in {m['builtinModel']} (mig: {{model: {m['builtinModel']}}})"
-                if m["builtinModel"] else "")
-        lines.append(f"MIG profile table of {m['productName']} (GPU {gpus}), from nvidia-smi mig -lgip{same}; "
-                     "as a cohort's table:")
+        lines.append(say(T("MIG profile table of {model} (GPU {gpus}), from nvidia-smi mig -lgip; the same as the "
+                         "built-in {builtin} (mig: {{model: {builtin}}}); as a cohort's table:", model=m["productName"],
+                         gpus=gpus, builtin=m["builtinModel"])) if m["builtinModel"] else
+                     say(T("MIG profile table of {model} (GPU {gpus}), from nvidia-smi mig -lgip; as a cohort's table:",
+                         model=m["productName"], gpus=gpus)))
         lines.append("    mig:")
         lines.append("      profiles:")
         lines.extend(f"        {name}: {count}" for name, count in m["mig"]["profiles"].items())
         if m["profilesLeftOut"]:
-            lines.append(f"    left out (not a name the policy takes): {', '.join(m['profilesLeftOut'])}")
+            lines.append("    " + say(T("left out (not a name the policy takes): {profiles}",
+                                      profiles=", ".join(m["profilesLeftOut"]))))
     return lines

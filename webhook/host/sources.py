@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from webhook.policy.messages import T, Text
+
 # captured file -> the command that prints it (all read-only: nothing here changes a GPU setting)
 COMMANDS: dict[str, tuple[str, ...]] = {
     "nvidia-smi-q.xml": ("nvidia-smi", "-q", "-x"),
@@ -41,7 +43,7 @@ class Missing:
 
 
 class Source(Protocol):
-    where: str
+    where: Text  # what reports name it, in their language
 
     def output(self, name: str) -> str | Missing: ...
     def read(self, path: str) -> str | Missing: ...
@@ -57,7 +59,7 @@ def shell_line(name: str) -> str:
 class LiveHost:
     """This host, as the user running gpu-admission sees it (`root`: where its file system is seen from)."""
 
-    where = "this host"
+    where = T("this host")
 
     def __init__(self, root: str | Path = "/"):
         self.root = Path(root)
@@ -139,7 +141,7 @@ class CapturedHost:
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
-        self.where = f"captured outputs in {root}"
+        self.where = T("captured outputs in {root}", root=str(root))
 
     def _host_path(self, path: str) -> Path:
         return self.root / path.lstrip("/")

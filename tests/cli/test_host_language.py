@@ -78,7 +78,8 @@ def test_who_chooses_the_language_of_host_check(capsys, monkeypatch, configured,
         monkeypatch.setenv(name, value)
     code, out, _ = _run(capsys, "host", "check", "--cohort", "dra", "--from", str(configured), *argv)
     assert code == 0
-    assert out.splitlines()[-1] == ("適合: 不合格 0、不明 0、合格 9" if japanese else "fit: 0 failed, 0 unknown, 9 passed")
+    summary = "適合: 不合格 0、不明 0、合格 9" if japanese else "fit: 0 failed, 0 unknown, 9 passed"
+    assert out.splitlines()[-1] == summary
 
 
 def test_host_check_json_is_the_same_shape_in_japanese(capsys, configured):

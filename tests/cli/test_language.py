@@ -17,8 +17,10 @@ from webhook.locale import from_environment
 
 DENIAL_JA = ('pod "ai/override": container "trainer" が CUDA_VISIBLE_DEVICES を設定しています '
              '(spec.containers[0].env[0]、リテラル値で): デバイスプラグインや DRA driver は割り当てた GPU だけを正確に'
-             '見えるようにします。上書きしても GPU を隠したり誤って伝えたりするだけで何も付与されず、nvidia runtime の下では '
-             'NVIDIA_* 変数で Pod が要求していない GPU まで見えてしまうことがあります。対処: CUDA_VISIBLE_DEVICES を削除し、'
+             '見えるようにします。上書きしても GPU を隠したり誤って伝えたりするだけで何も付与されず、'
+             'nvidia runtime の下では '
+             'NVIDIA_* 変数で Pod が要求していない GPU まで見えてしまうことがあります。'
+             '対処: CUDA_VISIBLE_DEVICES を削除し、'
              'GPU は resources.limits か ResourceClaim で要求してください [visible-devices-override] '
              'https://github.com/gpu-admission/gpu-admission/blob/main/docs/rules/ja/visible-devices-override.md')
 
@@ -92,8 +94,8 @@ def test_a_namespace_override_speaks_its_language(capsys, bad_pod):
 
 
 def test_the_flag_wins_over_a_namespace_override(capsys, bad_pod):
-    code, out, _ = run(capsys, "check", "--lang", "en", "--set", "namespaceOverrides=[{namespaces: [ai], language: ja}]",
-                       str(bad_pod))
+    code, out, _ = run(capsys, "check", "--lang", "en",
+                       "--set", "namespaceOverrides=[{namespaces: [ai], language: ja}]", str(bad_pod))
     assert code == 1 and DENIAL_JA not in out and "sets CUDA_VISIBLE_DEVICES" in out
 
 

@@ -76,7 +76,8 @@ def test_every_message_formats_with_its_arguments(language, msgid):
 UNCHANGED = {'{word} "{name}"', 'claim "{name}"', 'template "{name}"', "MPS", "container", "init container",
              "sidecar container", "ephemeral container", 'claim "{claim}" (DRA, {ref})', "NAMESPACE", "audit",
              "dry-run", "off", "{mark} {subject} ({where}): {state}", "dry-run: {message}",
-             "MIG: {capable}", "NVIDIA Container Toolkit {version}", "compute mode (GPU {gpus})", "migStrategy {strategy}",
+             "MIG: {capable}", "NVIDIA Container Toolkit {version}", "compute mode (GPU {gpus})",
+             "migStrategy {strategy}",
              "{mib} MiB ({gib} GiB)", "{text}: {why}"}
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import GOLDEN, compare_golden
 from webhook import handlers, review
 from webhook.handlers import MAX_CARRIED
+from webhook.handlers.outcome import patch
 from webhook.locale import LANGUAGES
 
 from .apiserver import ApiServer
 from .conftest import flask_transport
-from tests.support import GOLDEN, compare_golden
 
 JAPANESE = "namespaceOverrides: [{namespaces: [ml], language: ja}]"
 
@@ -104,6 +105,6 @@ def test_the_not_shown_note_counts_in_both_languages(count):
 
 
 def test_the_patch_too_large_denial_is_one_line_within_the_denial_cap():
-    text = review.response("u", handlers.Outcome(allowed=True, patch=({"op": "add", "path": "/x", "value": "y" * 200_000},)),
-                           mutating=True)["response"]["status"]["message"]
+    huge = patch(({"op": "add", "path": "/x", "value": "y" * 200_000},))
+    text = review.response("u", huge, mutating=True)["response"]["status"]["message"]
     assert "\n" not in text and len(text.encode()) <= review.DENIAL_MAX_BYTES

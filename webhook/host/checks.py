@@ -282,8 +282,9 @@ def _check_handler(out: _Findings, facts: HostFacts, handler: str) -> None:
                     T("some drop-ins could not be read: {errors}", errors="; ".join(c.errors)),
                     T("run as root so that every drop-in is read"))
             return
-        out.add(Check.HANDLER, Status.FAIL, "host", T("containerd has no {handler} runtime handler (read {files})",
-                                                      handler=quoted(handler), files=", ".join(f.path for f in c.files)),
+        out.add(Check.HANDLER, Status.FAIL, "host",
+                T("containerd has no {handler} runtime handler (read {files})", handler=quoted(handler),
+                  files=", ".join(f.path for f in c.files)),
                 T("the cohort's RuntimeClass must be backed by a configured containerd handler {handler}; a "
                   "RuntimeClass name alone configures nothing, and its pods fail with 'no runtime for "
                   "{handler} is configured'", handler=quoted(handler)),
@@ -353,7 +354,8 @@ def _check_cdi_runtime(out: _Findings, facts: HostFacts) -> None:
                     T("(its version could not be read: {reason})", reason=cv.reason))
         else:
             out.add(Check.CDI_RUNTIME, Status.UNKNOWN, "host", T("enable_cdi is not set and containerd's version "
-                    "cannot be read"), T("containerd turns CDI on by default from 2.0 only ({reason})", reason=cv.reason),
+                    "cannot be read"),
+                    T("containerd turns CDI on by default from 2.0 only ({reason})", reason=cv.reason),
                     T("capture `containerd --version`, or set enable_cdi = true"))
         return
     version = dotted(cv)

@@ -126,7 +126,8 @@ def text(inv: dict, language: str = "en") -> list[str]:
         for d in g["migDevices"] or ():
             lines.append("    " + say(T("MIG device {index}: {profile}", index=d["index"],
                                       profile=d["profile"] or T("profile unknown")))
-                         + (f", {d['memoryMiB']} MiB" if d["memoryMiB"] else "") + (f", {d['uuid']}" if d.get("uuid") else ""))
+                         + (f", {d['memoryMiB']} MiB" if d["memoryMiB"] else "")
+                         + (f", {d['uuid']}" if d.get("uuid") else ""))
     for m in inv["models"]:
         lines.append("")
         gpus = ", ".join(map(str, m["gpus"]))

@@ -68,5 +68,6 @@ def test_check_reports_only_a_cohort_bound_pod():
     root = container(sc={"runAsUser": 0})
     bound = pod("train", pod_spec(root, cohort="device-plugin"))
     (finding,) = run_as_root.check(*facts_of(bound, policy), policy)
-    assert finding.path == "spec.containers[0].securityContext.runAsUser" and render(finding.what).endswith(f"({finding.path})")
+    assert finding.path == "spec.containers[0].securityContext.runAsUser"
+    assert render(finding.what).endswith(f"({finding.path})")
     assert run_as_root.check(*facts_of(pod("train", pod_spec(root)), policy), policy) == []

@@ -22,6 +22,7 @@ from webhook.cli.common import (
     load_policy_or_exit,
     write_ci_output,
 )
+from webhook.cli.exits import fail, warn
 from webhook.cli.report import result_dict
 from webhook.cli.subjects import Subject, warned
 from webhook.lookups.apiserver import ApiError
@@ -79,9 +80,6 @@ def _subjects(audited: list[Audited]) -> list[Subject]:
     return out
 
 
-def _error(message: str) -> None:
-    print(f"gpu-admission: {message}", file=sys.stderr)
-
 
 def _failure_dict(f: ListFailure, source: dict) -> dict:
     """A kind that could not be listed, in the shape of a result (so consumers iterate one list)."""
@@ -97,7 +95,7 @@ def _policy_reports(args, client, audited, listing, namespaces, language="en") -
         try:
             owner = owner_reference(client, args.owner_webhook, timeout=args.request_timeout)
         except ApiError as err:
-            _error(f"owner ValidatingWebhookConfiguration {args.owner_webhook!r}: {err.describe()}")
+            warn(f"owner ValidatingWebhookConfiguration {args.owner_webhook!r}: {err.describe()}")
             return False
     api = OPENREPORTS if args.output == "openreports" else WGPOLICY
     reports = build_reports(audited, listing.failures, now=datetime.datetime.now(datetime.UTC), owner=owner,
@@ -107,10 +105,10 @@ def _policy_reports(args, client, audited, listing, namespaces, language="en") -
         return True
     problem = not_served(client, api, timeout=args.request_timeout)
     if problem:
-        _error(problem)
+        warn(problem)
         return False
     if listing.failures:
-        _error("old reports are kept: with kinds unlisted, this audit cannot tell which are stale")
+        warn("old reports are kept: with kinds unlisted, this audit cannot tell which are stale")
     applied = apply_reports(client, reports, namespaces=namespaces, timeout=args.request_timeout,
                             prune=not listing.failures, api=api)
     for item in applied:
@@ -120,25 +118,20 @@ def _policy_reports(args, client, audited, listing, namespaces, language="en") -
 
 def run(args) -> int:
     if (args.apply or args.owner_webhook) and args.output not in REPORTS:
-        _error("--apply and --owner-webhook go with --output policyreport or openreports")
-        return EXIT_ERROR
+        return fail("--apply and --owner-webhook go with --output policyreport or openreports")
     if args.owner_webhook and not args.apply:
-        _error("--owner-webhook goes with --apply")
-        return EXIT_ERROR
+        return fail("--owner-webhook goes with --apply")
     if args.fail_on_findings and not args.apply:
-        _error("--fail-on-findings goes with --apply (without it, findings always exit 1)")
-        return EXIT_ERROR
+        return fail("--fail-on-findings goes with --apply (without it, findings always exit 1)")
     if args.chunk_size < 1 or args.request_timeout <= 0:
-        _error("--chunk-size and --request-timeout must be positive")
-        return EXIT_ERROR
+        return fail("--chunk-size and --request-timeout must be positive")
     policy = load_policy_or_exit(args)
     if policy is None:
         return EXIT_ERROR
     try:
         client = load_api_client(args.kubeconfig, args.context)
     except ClusterConfigError as exc:
-        _error(str(exc))
-        return EXIT_ERROR
+        return fail(str(exc))
     namespaces = tuple(dict.fromkeys(args.namespace))
     progress = Progress(sys.stderr)
     try:
@@ -146,10 +139,9 @@ def run(args) -> int:
                                on_page=progress.listed)
         progress.finish()
         for f in listing.failures:
-            _error(f"cannot list {f.where}: {f.reason}")
+            warn(f"cannot list {f.where}: {f.reason}")
         if listing.nothing_listed:
-            _error("nothing could be listed")
-            return EXIT_ERROR
+            return fail("nothing could be listed")
         lookups = cluster_lookups(policy, client)
         try:
             audited = evaluate_listing(listing, policy, lookups, cluster_scoped=not namespaces,

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from webhook.cli.exits import fail
 from webhook.server import certs
 
 
@@ -29,8 +29,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.days < 1:
-        print("gpu-admission certs: --days must be at least 1", file=sys.stderr)
-        return 2
+        return fail("--days must be at least 1", command="certs")
     try:
         if args.renew:
             written = certs.renew(args.out, args.service, args.namespace, localhost=args.localhost, days=args.days)
@@ -38,11 +37,9 @@ def run(args: argparse.Namespace) -> int:
             bundle = certs.generate(args.service, args.namespace, localhost=args.localhost, days=args.days)
             written = certs.write(bundle, args.out, force=args.force)
     except FileExistsError as exc:
-        print(f"gpu-admission certs: {exc}; pass --force to replace them", file=sys.stderr)
-        return 2
+        return fail(f"{exc}; pass --force to replace them", command="certs")
     except (ValueError, OSError) as exc:
-        print(f"gpu-admission certs: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc), command="certs")
     names = certs.dns_names(args.service, args.namespace, localhost=args.localhost)
     print(f"wrote {', '.join(str(p) for p in written)}")
     print(f"serving certificate for {', '.join(names)}{', 127.0.0.1' if args.localhost else ''}; "

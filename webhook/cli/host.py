@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from webhook.cli.exits import fail, warn
 from webhook.cli.policy_arg import (
     EXIT_DENIED,
     EXIT_ERROR,
@@ -83,7 +84,7 @@ def _source(args) -> Source | None:
     if args.source is None:
         return LiveHost()
     if not Path(args.source).is_dir():
-        print(f"gpu-admission: --from {args.source}: not a directory", file=sys.stderr)
+        warn(f"--from {args.source}: not a directory")
         return None
     return CapturedHost(args.source)
 
@@ -109,9 +110,8 @@ def run_check(args) -> int:
         return EXIT_ERROR
     cohort = policy.cohort(args.cohort)
     if cohort is None:
-        print(f"gpu-admission: unknown cohort {args.cohort!r}; the policy's cohorts are "
-              f"{', '.join(c.name for c in policy.cohorts)}", file=sys.stderr)
-        return EXIT_ERROR
+        return fail(f"unknown cohort {args.cohort!r}; the policy's cohorts are "
+                    f"{', '.join(c.name for c in policy.cohorts)}")
     source = _source(args)
     if source is None:
         return EXIT_ERROR
@@ -122,12 +122,9 @@ def run_check(args) -> int:
         try:
             node = parse_node(Path(node_file).read_text(encoding="utf-8"), node_file)
         except (OSError, UnicodeDecodeError) as exc:
-            print(f"gpu-admission: --node {node_file}: cannot read: {getattr(exc, 'strerror', None) or exc}",
-                  file=sys.stderr)
-            return EXIT_ERROR
+            return fail(f"--node {node_file}: cannot read: {getattr(exc, 'strerror', None) or exc}")
         except ParseError as exc:
-            print(f"gpu-admission: {exc}", file=sys.stderr)
-            return EXIT_ERROR
+            return fail(str(exc))
     facts = collect(source, containerd_config=args.containerd_config, node=node)
     findings = check_host(facts, cohort, policy, handler=args.handler)
     result = verdict(findings)
@@ -157,9 +154,8 @@ def run_capture(args) -> int:
     try:
         notes = capture(LiveHost(), target)
     except OSError as exc:
-        print(f"gpu-admission: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return fail(f"cannot write {target}: {exc.strerror or exc}")
     for note in notes:
-        print(f"gpu-admission: not captured: {note}", file=sys.stderr)
+        warn(f"not captured: {note}")
     print(f"captured into {target}; read it with gpu-admission host inventory|check --from {target}")
     return EXIT_OK

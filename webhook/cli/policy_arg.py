@@ -1,4 +1,4 @@
-"""The exit codes and the policy options every command shares (`--config` overlays, `--set`, `--base`); light on
+"""The policy options every command shares (`--config` overlays, `--set`, `--base`); light on
 imports, so that `host` runs on a GPU host that has only the policy's own dependencies."""
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import dataclasses
 import os
 import sys
 
+from webhook.cli.exits import EXIT_DENIED, EXIT_ERROR, EXIT_OK
 from webhook.config import ConfigError, Policy, load_layers
 from webhook.config.model import InTree
 from webhook.locale import LANGUAGES, from_environment
 
-EXIT_OK, EXIT_DENIED, EXIT_ERROR = 0, 1, 2
+__all__ = ["EXIT_DENIED", "EXIT_ERROR", "EXIT_OK", "add_policy_options", "cli_language", "load_policy_or_exit"]
 
 
 def add_policy_options(parser: argparse.ArgumentParser) -> None:

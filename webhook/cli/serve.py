@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import sys
 from pathlib import Path
 
+from webhook.cli.exits import fail
 from webhook.config import ConfigError, load_policy
 from webhook.settings import FAILURE_MODES, LOG_FORMATS, LOG_LEVEL_ALIASES, LOG_LEVELS, Settings, SettingsError
 
@@ -50,18 +50,18 @@ def run(args: argparse.Namespace) -> int:
     from webhook.server.runner import Server
 
     if (args.cert is None) != (args.key is None):
-        return _fail("give --cert and --key together")
+        return fail("give --cert and --key together", command="serve")
     if args.policy is not None:
         try:
             load_policy(args.policy)  # a clear error now, rather than a worker that fails to boot
         except ConfigError as exc:
-            return _fail("\n  ".join([f"policy {exc.source} does not load:", *exc.errors]))
+            return fail("\n  ".join([f"policy {exc.source} does not load:", *exc.errors]), command="serve")
     ca = None
     if args.cert is None:
         try:
             args.cert, args.key, ca, created = certs.ensure_dev_certs(args.certs_dir)
         except OSError as exc:
-            return _fail(f"cannot write development certificates to {args.certs_dir}: {exc}")
+            return fail(f"cannot write development certificates to {args.certs_dir}: {exc}", command="serve")
         if created:
             print(f"generated development certificates in {args.certs_dir}/ (CA: {ca})")
     try:
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
                             log_format=args.log_format,
                             failure_mode=args.on_error)
     except SettingsError as exc:
-        return _fail(str(exc))
+        return fail(str(exc), command="serve")
     _print_usage(settings, ca)
     Server(settings).run()
     return 0
@@ -92,8 +92,3 @@ def _print_usage(settings: Settings, ca: Path | None) -> None:
           f"  curl {tls} -H 'Content-Type: application/json' '{url}/validate?timeout=10s' \\\n"
           f"    -d {shlex.quote(json.dumps(review, separators=(',', ':')))}\n"
           f"  (the same body to /mutate returns the JSON Patch, base64 in response.patch)", flush=True)
-
-
-def _fail(message: str) -> int:
-    print(f"gpu-admission serve: {message}", file=sys.stderr)
-    return 2

@@ -22,13 +22,15 @@ pytestmark = pytest.mark.e2e
 
 
 def export(*args: str) -> list[dict]:
-    result = subprocess.run([*CLI, "export", "-o", "json", *args], cwd=REPO, capture_output=True, text=True,
+    """The ValidatingAdmissionPolicies (tests/e2e/test_intree_mutation.py has the mutating ones)."""
+    result = subprocess.run([*CLI, "export", "-o", "json", "--only", "validating", *args], cwd=REPO, capture_output=True, text=True,
                             check=True)
     return json.loads(result.stdout)["items"]
 
 
 def export_check(cluster, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "export", "--check", "--kubeconfig", str(cluster.kubeconfig), *args], cwd=REPO,
+    return subprocess.run([*CLI, "export", "--check", "--only", "validating", "--kubeconfig", str(cluster.kubeconfig),
+                           *args], cwd=REPO,
                           capture_output=True, text=True)
 
 

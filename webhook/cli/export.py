@@ -77,10 +77,11 @@ def _check(args, objects: list[dict]) -> int:
         print(f"gpu-admission: {exc}", file=sys.stderr)
         return EXIT_ERROR
     api = AdmissionregistrationV1Api(client)
-    listers = [("ValidatingAdmissionPolicy", api.list_validating_admission_policy),
-               ("ValidatingAdmissionPolicyBinding", api.list_validating_admission_policy_binding)]
+    listers = [] if args.only == "mutating" else [
+        ("ValidatingAdmissionPolicy", api.list_validating_admission_policy),
+        ("ValidatingAdmissionPolicyBinding", api.list_validating_admission_policy_binding)]
     version = api_version(args.kubernetes_version)
-    if version is not None:
+    if version is not None and args.only != "validating":
         mutating = api if version.endswith("/v1") else AdmissionregistrationV1beta1Api(client)
         listers += [("MutatingAdmissionPolicy", mutating.list_mutating_admission_policy),
                     ("MutatingAdmissionPolicyBinding", mutating.list_mutating_admission_policy_binding)]
@@ -91,7 +92,9 @@ def _check(args, objects: list[dict]) -> int:
             items = client.sanitize_for_serialization(lister(label_selector=selector)).get("items") or []
             live += [{**item, "kind": kind} for item in items]
     except ApiException as exc:
-        print(f"gpu-admission: listing the cluster's admission policies failed: {exc.status} {exc.reason}",
+        hint = (" (is that API version served? --kubernetes-version chooses the MutatingAdmissionPolicy one)"
+                if exc.status == 404 else "")
+        print(f"gpu-admission: listing the cluster's admission policies failed: {exc.status} {exc.reason}{hint}",
               file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:

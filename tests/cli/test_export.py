@@ -158,6 +158,12 @@ def _live(objects):
     pytest.param(lambda live: live.append({"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "gpu-admission.old"},
                                            "spec": {}}),
                  ["ValidatingAdmissionPolicy gpu-admission.old: in the cluster, no longer exported"], id="left-over"),
+    pytest.param(lambda live: [o["metadata"]["labels"].update({"app.kubernetes.io/managed-by": "Helm"}) for o in live],
+                 [], id="installed-by-helm"),
+    pytest.param(lambda live: live[0]["metadata"].update(
+        labels={**live[0]["metadata"]["labels"], "gpu-admission.io/rule": "run-as-root"}),
+                 ["ValidatingAdmissionPolicy gpu-admission.visible-devices-override.pods: differs "
+                  "(metadata.labels.gpu-admission.io/rule: differs)"], id="rule-label-changed"),
 ])
 def test_drift(change, want):
     objects = export(default_policy())

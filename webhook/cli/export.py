@@ -10,7 +10,7 @@ import yaml
 
 from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
 from webhook.intree.drift import drift
-from webhook.intree.export import MANAGED_BY, export
+from webhook.intree.export import RULE_LABEL, export
 from webhook.intree.mutations import NEWEST, api_version, export_mutations
 
 
@@ -85,7 +85,7 @@ def _check(args, objects: list[dict]) -> int:
         mutating = api if version.endswith("/v1") else AdmissionregistrationV1beta1Api(client)
         listers += [("MutatingAdmissionPolicy", mutating.list_mutating_admission_policy),
                     ("MutatingAdmissionPolicyBinding", mutating.list_mutating_admission_policy_binding)]
-    selector = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+    selector = RULE_LABEL  # every exported object has it, whether applied by hand or installed by Helm
     live = []
     try:
         for kind, lister in listers:

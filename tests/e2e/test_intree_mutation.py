@@ -61,6 +61,29 @@ def _ours(kubectl, resource: str) -> list[dict]:
     return [i for i in kubectl.json("get", resource)["items"] if i["metadata"]["name"].startswith("gpu-admission.")]
 
 
+def _crowded_pod_is_patched_whole(kubectl, namespace: str) -> None:
+    """Within the apiserver's CEL cost budgets: failurePolicy Ignore would drop a patch that ran over them
+    silently, and the webhook (inTree.mutation) no longer sets these fields, so every container of a crowded
+    pod having them shows the policy ran to the end."""
+    containers = [{"name": f"c{i}", "image": "registry.example.invalid/app:1",
+                   "env": [{"name": f"VAR_{j}", "value": str(j)} for j in range(50)],
+                   **({"securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}} if i % 2 else {})}
+                  for i in range(60)]
+    containers[0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "crowded", "namespace": namespace},
+           "spec": {"nodeSelector": next(r for r in ROWS if r.id == PROBE).obj["spec"]["nodeSelector"],
+                    "containers": containers,
+                    "initContainers": [{**c, "name": f"init-{c['name']}"} for c in containers[1:21]]}}
+    result = kubectl.create(pod, "--dry-run=server", "-o", "json", check=False)
+    assert result.returncode == 0, result.stderr
+    spec = json.loads(result.stdout)["spec"]
+    assert spec["runtimeClassName"] == "nvidia" and spec["securityContext"]["runAsNonRoot"] is True
+    for c in spec["containers"] + spec["initContainers"]:
+        sc = c["securityContext"]
+        assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True, c["name"]
+        assert sc["capabilities"]["drop"] == ["ALL"], c["name"]
+
+
 def test_exported_mutating_policies_are_accepted_and_check_clean(cluster, kubectl):
     objects = _export(cluster)
     assert {o["kind"] for o in objects} == {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
@@ -95,6 +118,7 @@ def test_pods_end_identical_with_in_tree_mutation_and_webhook(cluster, kubectl, 
         # the webhook has reloaded the policy (upgrade waits for it): the probe is whole once the policies answer
         wait_for(lambda: _probe(kubectl, namespace) == alone[PROBE], "the MutatingAdmissionPolicies to answer")
         together = _outcomes(kubectl, namespace)
+        _crowded_pod_is_patched_whole(kubectl, namespace)
         # without the policies' bindings the webhook leaves those fields unset: the policies did set them
         bindings = [i["metadata"]["name"] for i in _ours(kubectl, "mutatingadmissionpolicybindings")]
         assert bindings

@@ -97,4 +97,5 @@ clean:
 # fails until this is run after a change to the generator or the default policy).
 intree: $(STAMP)
 	@mkdir -p charts/gpu-admission/files/intree
-	$(BIN)/gpu-admission export > charts/gpu-admission/files/intree/validation.yaml
+	$(BIN)/gpu-admission export --only validating > charts/gpu-admission/files/intree/validation.yaml
+	$(BIN)/gpu-admission export --only mutating > charts/gpu-admission/files/intree/mutation.yaml

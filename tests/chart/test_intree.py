@@ -3,12 +3,16 @@
 to the apiserver."""
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from webhook.config import parse_policy
 from webhook.intree.export import export
+from webhook.intree.mutations import export_mutations
 
-IN_TREE = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+VALIDATING = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+MUTATING = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+IN_TREE = VALIDATING + MUTATING
 
 
 def _policy_text(rendered) -> str:
@@ -29,3 +33,22 @@ def test_on_installs_what_export_writes_for_the_rendered_policy(render):
     assert policy.in_tree.validation
     objects = [o for o in rendered.objects if o["kind"] in IN_TREE]
     assert objects and objects == export(policy)
+    assert not policy.in_tree.mutation
+
+
+@pytest.mark.parametrize(("values", "validating", "mutating"), [
+    pytest.param({"mutation": True}, False, True, id="mutation-only"),
+    pytest.param({"validation": True, "mutation": True}, True, True, id="both"),
+])
+def test_mutation_installs_what_export_writes_for_the_rendered_policy(render, values, validating, mutating):
+    rendered = render({"inTree": values})
+    text = _policy_text(rendered)
+    assert yaml.safe_load(text)["inTree"] == {"validation": validating, "mutation": mutating}
+    policy = parse_policy(text, source="the chart's policy")
+    assert policy.in_tree.mutation
+    # Without a cluster Helm's capabilities are its own client libraries' Kubernetes (1.36 or later here):
+    # admissionregistration.k8s.io/v1; against a cluster, the cluster's version chooses.
+    want = (export(policy) if validating else []) + export_mutations(policy, (1, 36))
+    objects = [o for o in rendered.objects if o["kind"] in IN_TREE]
+    assert {o["kind"] for o in objects} >= set(MUTATING)
+    assert objects == want

@@ -14,6 +14,11 @@ from webhook.config import default_policy, parse_policy
 from webhook.config.load import DEFAULT_PATH
 from webhook.intree.drift import drift
 from webhook.intree.export import export
+from webhook.intree.mutations import export_mutations
+
+
+def _all(policy, version=(1, 37)):
+    return export(policy) + export_mutations(policy, version)
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -27,7 +32,9 @@ def test_prints_the_exported_objects_as_yaml_and_json():
     code, text, _ = _run()
     assert code == 0
     docs = list(yaml.safe_load_all(text))
-    assert docs == export(default_policy())
+    assert docs == _all(default_policy())
+    assert {d["kind"] for d in docs} == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+                                         "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
     code, text, _ = _run("-o", "json")
     assert code == 0 and json.loads(text) == {"apiVersion": "v1", "kind": "List", "items": docs}
 
@@ -53,7 +60,54 @@ def test_a_bad_policy_is_a_usage_error_without_a_traceback():
 def test_the_webhooks_in_tree_setting_is_dropped_by_the_commands():
     """No apiserver runs the policies for check: it reports every rule itself."""
     code, text, _ = _run("--set", "inTree.validation=true")
-    assert code == 0 and list(yaml.safe_load_all(text)) == export(default_policy())
+    assert code == 0 and list(yaml.safe_load_all(text)) == _all(default_policy())
+
+
+@pytest.mark.parametrize(("argv", "mutating"), [
+    pytest.param((), "admissionregistration.k8s.io/v1", id="default-newest"),
+    pytest.param(("--kubernetes-version", "1.36"), "admissionregistration.k8s.io/v1", id="1.36"),
+    pytest.param(("--kubernetes-version", "1.35"), "admissionregistration.k8s.io/v1beta1", id="1.35"),
+    pytest.param(("--kubernetes-version", "v1.34.4"), "admissionregistration.k8s.io/v1beta1", id="1.34-patch"),
+    pytest.param(("--kubernetes-version", "1.33"), None, id="1.33-none"),
+])
+def test_kubernetes_version_chooses_the_mutating_api_version(argv, mutating):
+    code, text, _ = _run(*argv)
+    assert code == 0
+    versions = {d["kind"]: d["apiVersion"] for d in yaml.safe_load_all(text)}
+    assert versions.get("MutatingAdmissionPolicy") == mutating
+    assert versions.get("MutatingAdmissionPolicyBinding") == mutating
+    assert versions["ValidatingAdmissionPolicy"] == "admissionregistration.k8s.io/v1"
+
+
+@pytest.mark.parametrize(("only", "kinds"), [
+    pytest.param("validating", {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}, id="validating"),
+    pytest.param("mutating", {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}, id="mutating"),
+])
+def test_only_one_half(only, kinds):
+    code, text, _ = _run("--only", only)
+    assert code == 0 and {d["kind"] for d in yaml.safe_load_all(text)} == kinds
+
+
+@pytest.mark.parametrize("value", [pytest.param("1.29", id="before-vap-ga"), pytest.param("latest", id="word"),
+                                   pytest.param("1", id="no-minor")])
+def test_a_bad_kubernetes_version_is_a_usage_error(value):
+    with pytest.raises(SystemExit) as exc:
+        _run("--kubernetes-version", value)
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(("setting", "mutated"), [
+    pytest.param("mode=enforce", {"default-runtime-class", "default-security-context"}, id="enforce"),
+    pytest.param("mode=dry-run", set(), id="dry-run-reports-only"),
+    pytest.param("rules.default-security-context=audit", {"default-runtime-class"}, id="audit-reports-only"),
+    pytest.param("rules.default-security-context=warn", {"default-runtime-class"}, id="warn-reports-what-it-sets"),
+    pytest.param("rules.default-runtime-class=off", {"default-security-context"}, id="off"),
+])
+def test_mutations_are_exported_only_where_the_webhook_applies_them_silently(setting, mutated):
+    code, text, _ = _run("--set", setting)
+    assert code == 0
+    assert {d["metadata"]["labels"]["gpu-admission.io/rule"] for d in yaml.safe_load_all(text)
+            if d["kind"] == "MutatingAdmissionPolicy"} == mutated
 
 
 def _overrides_policy():
@@ -104,6 +158,12 @@ def _live(objects):
     pytest.param(lambda live: live.append({"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "gpu-admission.old"},
                                            "spec": {}}),
                  ["ValidatingAdmissionPolicy gpu-admission.old: in the cluster, no longer exported"], id="left-over"),
+    pytest.param(lambda live: [o["metadata"]["labels"].update({"app.kubernetes.io/managed-by": "Helm"}) for o in live],
+                 [], id="installed-by-helm"),
+    pytest.param(lambda live: live[0]["metadata"].update(
+        labels={**live[0]["metadata"]["labels"], "gpu-admission.io/rule": "run-as-root"}),
+                 ["ValidatingAdmissionPolicy gpu-admission.visible-devices-override.pods: differs "
+                  "(metadata.labels.gpu-admission.io/rule: differs)"], id="rule-label-changed"),
 ])
 def test_drift(change, want):
     objects = export(default_policy())

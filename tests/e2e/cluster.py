@@ -39,6 +39,7 @@ SERVICE_CIDR = "10.0.0.0/24"  # allocates Service IPs only: nothing here routes 
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 READY_TIMEOUT = 120.0
 DRA_BETAS = ("v1beta1", "v1beta2")
+MUTATING_POLICY_GA = (1, 36)
 
 # Only what the tests read: writes to the objects the webhook sees, with their admission annotations
 # (level Metadata carries them), and nothing for reads, leases or events, so the log stays small.
@@ -197,10 +198,23 @@ class Cluster:
     def ca(self) -> Path:
         return self.root / "pki" / "ca.crt"
 
+    @property
+    def minor(self) -> tuple[int, int]:
+        major, minor = self.chain.version.removeprefix("v").split(".")[:2]
+        return int(major), int(minor)
+
     def runtime_config(self) -> str:
         """The DRA API: resource.k8s.io/v1 is on by default; its betas (1.34 to 1.37 still serve both) are turned
-        on, so that objects written for them are admitted as on clusters that enable them."""
-        return ",".join(f"resource.k8s.io/{v}=true" for v in DRA_BETAS)
+        on, so that objects written for them are admitted as on clusters that enable them. Before 1.36,
+        MutatingAdmissionPolicy's beta API too (the in-tree mutations, tests/e2e/test_intree_mutation.py)."""
+        apis = [f"resource.k8s.io/{v}=true" for v in DRA_BETAS]
+        if self.minor < MUTATING_POLICY_GA:
+            apis.append("admissionregistration.k8s.io/v1beta1=true")
+        return ",".join(apis)
+
+    def feature_gates(self) -> list[str]:
+        """MutatingAdmissionPolicy is beta and off by default before 1.36 (on, and locked, from 1.36)."""
+        return ["--feature-gates=MutatingAdmissionPolicy=true"] if self.minor < MUTATING_POLICY_GA else []
 
     # -------------------------------------------------------------------------------------------- start
 
@@ -291,7 +305,7 @@ class Cluster:
             # the admission webhooks and policies, ...) are on without naming them; none is turned off.
             f"--audit-policy-file={self.root / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json", "--audit-log-maxbackup=1",
-            f"--runtime-config={self.runtime_config()}",
+            f"--runtime-config={self.runtime_config()}", *self.feature_gates(),
             "--allow-privileged=true",
             "--profiling=false", "--v=1",
         ])

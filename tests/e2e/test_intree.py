@@ -22,13 +22,15 @@ pytestmark = pytest.mark.e2e
 
 
 def export(*args: str) -> list[dict]:
-    result = subprocess.run([*CLI, "export", "-o", "json", *args], cwd=REPO, capture_output=True, text=True,
+    """The ValidatingAdmissionPolicies (tests/e2e/test_intree_mutation.py has the mutating ones)."""
+    result = subprocess.run([*CLI, "export", "-o", "json", "--only", "validating", *args], cwd=REPO, capture_output=True, text=True,
                             check=True)
     return json.loads(result.stdout)["items"]
 
 
 def export_check(cluster, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "export", "--check", "--kubeconfig", str(cluster.kubeconfig), *args], cwd=REPO,
+    return subprocess.run([*CLI, "export", "--check", "--only", "validating", "--kubeconfig", str(cluster.kubeconfig),
+                           *args], cwd=REPO,
                           capture_output=True, text=True)
 
 
@@ -107,15 +109,29 @@ def _in_tree_answers(kubectl) -> bool:
     return "ValidatingAdmissionPolicy 'gpu-admission.visible-devices-override.pods'" in result.stderr
 
 
+MUTATION_PROBE = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "in-tree-mutation-probe", "namespace": "default"},
+                  "spec": {"nodeSelector": {"eks.amazonaws.com/compute-type": "hybrid",
+                                            "workload.example.com/gpu-allocation": "device-plugin"},
+                           "containers": [{"name": "probe", "image": "registry.example.invalid/cuda:12",
+                                           "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def _in_tree_mutates(kubectl) -> bool:
+    """The MutatingAdmissionPolicies answer (the webhook, inTree.mutation on, no longer sets the class)."""
+    result = kubectl.create(MUTATION_PROBE, "--dry-run=server", "-o", "json", check=False)
+    return result.returncode == 0 and json.loads(result.stdout)["spec"].get("runtimeClassName") == "nvidia"
+
+
 def test_corpus_verdicts_webhook_only_and_in_tree_with_webhook(cluster, kubectl, lookups, webhook, release):
-    """The manifest corpus applied webhook-only, then with the chart's in-tree policies and the webhook
-    leaving their rules to them: the same objects admitted, the same (object, rule) warnings, and the same
+    """The manifest corpus applied webhook-only, then with the chart's in-tree policies (validating and
+    mutating) and the webhook leaving their rules to them: the same objects admitted, the same (object, rule) warnings, and the same
     denials, except that a denial by an in-tree policy ends admission before the webhook is called (the
     apiserver's chain stops at the first denial): then its rules are a non-empty part of the webhook's."""
     alone = _apply_all(cluster, kubectl)
-    release.upgrade({"lookups": LOOKUPS, "inTree": {"validation": True}})
+    release.upgrade({"lookups": LOOKUPS, "inTree": {"validation": True, "mutation": True}})
     try:
         wait_for(lambda: _in_tree_answers(kubectl), "the in-tree policies to answer")
+        wait_for(lambda: _in_tree_mutates(kubectl), "the in-tree mutating policies to answer")
         together = _apply_all(cluster, kubectl)
     finally:
         release.upgrade({"lookups": LOOKUPS})

@@ -1,15 +1,19 @@
-"""A stand-in for the apiserver's ValidatingAdmissionPolicy plugin (k8s.io/apiserver, plugin/policy/validating):
+"""A stand-in for the apiserver's ValidatingAdmissionPolicy plugin (k8s.io/apiserver, plugin/policy/validating)
+and the JSONPatch half of its MutatingAdmissionPolicy plugin (plugin/policy/mutating):
 matchConstraints (operation and resource), the binding's namespaceSelector on kubernetes.io/metadata.name,
 matchConditions, variables, validations and messageExpressions, evaluated with cel-expr-python, the runtime
 webhook/objects/selectors.py uses. It replaces the real plugin in unit tests; tests/e2e/test_intree.py runs
-the real one. What it adds to the runtime is what the Kubernetes CEL library gives: `indexOf` of its list
+the real one. `JSONPatch{op: ..., path: ..., value: ...}` objects are evaluated as maps and applied with
+the jsonpatch library (RFC 6902, as the apiserver's patcher). What it adds to the runtime is what the Kubernetes CEL library gives: `indexOf` of its list
 library, and its quantity library as webhook/objects/selectors.py declares it."""
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from dataclasses import dataclass
 
+import jsonpatch
 from cel_expr_python import cel
 
 from webhook.objects.kinds import BY_KIND
@@ -26,8 +30,9 @@ def _index_of(values, value) -> int:
 @functools.lru_cache(maxsize=1)
 def _env():
     T = cel.Type
-    index_of = cel.FunctionDecl("indexOf", [cel.Overload("list_indexOf_bool", T.INT, [T.List(T.BOOL), T.BOOL],
-                                                        is_member=True, impl=_index_of)])
+    index_of = cel.FunctionDecl("indexOf", [
+        cel.Overload("list_indexOf_bool", T.INT, [T.List(T.BOOL), T.BOOL], is_member=True, impl=_index_of),
+        cel.Overload("list_indexOf_string", T.INT, [T.List(T.STRING), T.STRING], is_member=True, impl=_index_of)])
     return cel.NewEnv(variables={"object": T.DYN, "request": T.DYN, "variables": T.DYN},
                       functions=[index_of, *quantity_functions()])
 
@@ -37,11 +42,11 @@ def compiled(expression: str):
     return _env().compile(expression)
 
 
-def value(expression: str, data: dict):
+def value(expression: str, data: dict, plain: bool = False):
     out = compiled(expression).eval(data=data)
     if out.type() == cel.Type.ERROR:
         raise AssertionError(f"{expression[:120]}...: {out.value()}")
-    return out.value()
+    return out.plain_value() if plain else out.value()
 
 
 @dataclass(frozen=True)
@@ -98,3 +103,32 @@ def admit(objects: list[dict], obj: dict, request: dict) -> list[Decision]:
                 out.append(Decision(policy["metadata"]["name"], tuple(binding["spec"]["validationActions"]),
                                     value(_inline(check["messageExpression"], variables), data)))
     return out
+
+
+_JSONPATCH = re.compile(r'JSONPatch\{op: ("[a-z]+"), path: ')
+
+
+def _as_maps(expression: str) -> str:
+    """JSONPatch objects as CEL maps (the generator writes them in exactly this shape)."""
+    return _JSONPATCH.sub(r'{"op": \1, "path": ', expression).replace(", value: ", ', "value": ')
+
+
+def mutate(objects: list[dict], obj: dict, request: dict) -> tuple[dict, list[dict]]:
+    """The object after every MutatingAdmissionPolicy whose binding matches, in the order given, and the
+    patch operations applied."""
+    policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "MutatingAdmissionPolicy"}
+    out, applied = copy.deepcopy(obj), []
+    for binding in (o for o in objects if o["kind"] == "MutatingAdmissionPolicyBinding"):
+        policy = policies[binding["spec"]["policyName"]]
+        if not _namespace_matches(binding, request["namespace"]) or not matched(policy, out, request):
+            continue
+        variables: dict[str, str] = {}
+        for v in policy["spec"].get("variables", []):
+            variables[v["name"]] = _inline(v["expression"], variables)
+        for m in policy["spec"]["mutations"]:
+            assert m["patchType"] == "JSONPatch"
+            ops = value(_as_maps(_inline(m["jsonPatch"]["expression"], variables)),
+                        {"object": out, "request": request, "variables": {}}, plain=True)
+            out = jsonpatch.apply_patch(out, ops)
+            applied.extend(ops)
+    return out, applied

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from webhook.config.model import Cohort, Policy
+from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND
 from webhook.objects.podspec import PodView, view_of
@@ -91,9 +91,16 @@ def _pinned(view: PodView, policy: Policy) -> bool:
     return pinned(view, policy) is not None
 
 
+def _runtime_class(view: PodView, policy: Policy) -> bool:
+    """Pinned, and not to a device-plugin cohort without a runtime class (the webhook would write a null)."""
+    c = pinned(view, policy)
+    return c is not None and (c.mechanism != DEVICE_PLUGIN or c.runtime_class_name is not None)
+
+
 COVERED: Mapping[Rule, Callable[[PodView, Policy], bool]] = {
     Rule.VISIBLE_DEVICES_OVERRIDE: _visible_devices, Rule.DEVICE_ACCESS_BYPASS: _device_access,
-    Rule.RUN_AS_ROOT: _pinned, Rule.RUNTIME_CLASS_CONFLICT: _pinned}
+    Rule.RUN_AS_ROOT: _pinned, Rule.RUNTIME_CLASS_CONFLICT: _pinned,
+    Rule.DEFAULT_RUNTIME_CLASS: _runtime_class, Rule.DEFAULT_SECURITY_CONTEXT: _pinned}
 
 
 def covered(rules: frozenset[Rule], view: PodView, policy: Policy) -> frozenset[Rule]:

@@ -1,9 +1,12 @@
 """What differs between the exported objects and those a cluster holds (`gpu-admission export --check`).
 The apiserver fills defaults in (namespaceSelector {}, objectSelector {}, ...): a live object agrees when
-every field the export writes has the exported value; it drifts when one differs or is missing."""
+every field the export writes has the exported value; it drifts when one differs or is missing. The
+app.kubernetes.io/managed-by label is not compared: Helm writes its own (Helm) over the export's."""
 from __future__ import annotations
 
 from typing import Any
+
+MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 
 
 def _differences(want: Any, have: Any, path: str) -> list[str]:
@@ -41,7 +44,8 @@ def drift(exported: list[dict[str, Any]], live: list[dict[str, Any]]) -> list[st
         if found is None:
             out.append(f"{key[0]} {key[1]}: not in the cluster")
             continue
-        diffs = _differences({"metadata": {"labels": obj["metadata"]["labels"]}, "spec": obj["spec"]},
+        labels = {k: v for k, v in obj["metadata"]["labels"].items() if k != MANAGED_BY_KEY}
+        diffs = _differences({"metadata": {"labels": labels}, "spec": obj["spec"]},
                              {"metadata": found.get("metadata", {}), "spec": found.get("spec", {})}, "")
         if diffs:
             out.append(f"{key[0]} {key[1]}: differs ({', '.join(diffs[:5])}{', ...' if len(diffs) > 5 else ''})")

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from webhook.config.model import Policy
 from webhook.intree.coverage import covered
 from webhook.intree.export import exported_rules
+from webhook.intree.mutations import mutated_rules, silent_in
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, is_legacy_dra
 from webhook.objects.podspec import PodView, display_name, view_of
@@ -81,6 +82,7 @@ class _Plan(NamedTuple):
     checks: Mapping[Target, tuple[Check, ...]]  # the REGISTRY's checks whose action is not off, by target
     mutations: tuple[Any, ...]  # the MUTATIONS whose action is not off
     in_tree: frozenset[Rule]  # rules the apiserver's own policies decide, for the objects they cover
+    in_tree_mutations: frozenset[Rule]  # mutations the apiserver's own policies apply, for the Pods they cover
 
 
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
@@ -94,8 +96,10 @@ def _make_plan(policy: Policy, namespace: str) -> _Plan:
               for t in Target}
     in_tree = policy.derived(exported_rules) if policy.in_tree.validation and not policy.is_exempt(namespace) \
         else frozenset()
+    in_tree_mutations = frozenset(r for r in policy.derived(mutated_rules) if silent_in(policy, r, namespace)) \
+        if policy.in_tree.mutation and not policy.is_exempt(namespace) else frozenset()
     return _Plan(mode == "audit", language, actions, checks,
-                 tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF), in_tree)
+                 tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF), in_tree, in_tree_mutations)
 
 
 def _plan(policy: Policy, namespace: str) -> _Plan:
@@ -181,8 +185,8 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
         # A debug container's update may change nothing else: only hide-gpus, on the added containers.
         for mutation in plan.mutations if not debug else [m for m in plan.mutations if m is hide_gpus]:
             rule = mutation.RULE
-            if rule in lifted:
-                continue
+            if rule in lifted or (rule in plan.in_tree_mutations and covered(frozenset({rule}), view, policy)):
+                continue  # excepted, or already applied by the apiserver's MutatingAdmissionPolicy
             action = actions[rule]
             apply = not dry_run and action is not Action.AUDIT
             target = work if apply or dry_run else Draft(work.root)

@@ -268,8 +268,9 @@ as the server's loader would refuse it at start. */ -}}
 {{- $_ := set $lookups $key (or (eq (toString (dig $key false $lookups)) "true") (eq (toString (dig $key false (default dict $v.lookups))) "true")) -}}
 {{- end -}}
 {{- $_ := set $p "lookups" $lookups -}}
-{{- if (default dict $v.inTree).validation -}}
-{{- $_ := set $p "inTree" (dict "validation" true "mutation" false) -}}
+{{- $inTree := default dict $v.inTree -}}
+{{- if or $inTree.validation $inTree.mutation -}}
+{{- $_ := set $p "inTree" (dict "validation" (eq (toString $inTree.validation) "true") "mutation" (eq (toString $inTree.mutation) "true")) -}}
 {{- end -}}
 {{- toJson $p -}}
 {{- end -}}

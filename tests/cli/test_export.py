@@ -123,8 +123,9 @@ def test_overrides_and_exceptions_become_bindings_and_match_conditions():
     bindings = {o["metadata"]["name"]: o["spec"] for o in objects
                 if o["kind"] == "ValidatingAdmissionPolicyBinding" and ".pods." in o["metadata"]["name"]}
     dab = {n: b for n, b in bindings.items() if "device-access-bypass" in n}
-    assert sorted((tuple(b["validationActions"]), b["matchResources"]["namespaceSelector"]["matchExpressions"][0]["operator"],
-                   tuple(b["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"]))
+    def scope(b):
+        return b["matchResources"]["namespaceSelector"]["matchExpressions"][0]
+    assert sorted((tuple(b["validationActions"]), scope(b)["operator"], tuple(scope(b)["values"]))
                   for b in dab.values())[0] == (("Deny",), "NotIn", tuple(sorted(
                       default_policy().exempt_namespaces | {"gpu-admission", "team-a", "team-b"})))
     assert [tuple(b["validationActions"]) for b in dab.values()] == [("Warn", "Audit"), ("Deny",)]
@@ -155,8 +156,8 @@ def _live(objects):
     pytest.param(lambda live: live[1]["spec"].update(validationActions=["Warn"]),
                  ["ValidatingAdmissionPolicyBinding gpu-admission.visible-devices-override.pods.default: differs "
                   "(spec.validationActions[0]: differs)"], id="binding-action-changed"),
-    pytest.param(lambda live: live.append({"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "gpu-admission.old"},
-                                           "spec": {}}),
+    pytest.param(lambda live: live.append({"kind": "ValidatingAdmissionPolicy",
+                                           "metadata": {"name": "gpu-admission.old"}, "spec": {}}),
                  ["ValidatingAdmissionPolicy gpu-admission.old: in the cluster, no longer exported"], id="left-over"),
     pytest.param(lambda live: [o["metadata"]["labels"].update({"app.kubernetes.io/managed-by": "Helm"}) for o in live],
                  [], id="installed-by-helm"),

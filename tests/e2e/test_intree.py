@@ -23,8 +23,8 @@ pytestmark = pytest.mark.e2e
 
 def export(*args: str) -> list[dict]:
     """The ValidatingAdmissionPolicies (tests/e2e/test_intree_mutation.py has the mutating ones)."""
-    result = subprocess.run([*CLI, "export", "-o", "json", "--only", "validating", *args], cwd=REPO, capture_output=True, text=True,
-                            check=True)
+    result = subprocess.run([*CLI, "export", "-o", "json", "--only", "validating", *args], cwd=REPO,
+                            capture_output=True, text=True, check=True)
     return json.loads(result.stdout)["items"]
 
 
@@ -109,7 +109,8 @@ def _in_tree_answers(kubectl) -> bool:
     return "ValidatingAdmissionPolicy 'gpu-admission.visible-devices-override.pods'" in result.stderr
 
 
-MUTATION_PROBE = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "in-tree-mutation-probe", "namespace": "default"},
+MUTATION_PROBE = {"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": "in-tree-mutation-probe", "namespace": "default"},
                   "spec": {"nodeSelector": {"eks.amazonaws.com/compute-type": "hybrid",
                                             "workload.example.com/gpu-allocation": "device-plugin"},
                            "containers": [{"name": "probe", "image": "registry.example.invalid/cuda:12",
@@ -124,9 +125,10 @@ def _in_tree_mutates(kubectl) -> bool:
 
 def test_corpus_verdicts_webhook_only_and_in_tree_with_webhook(cluster, kubectl, lookups, webhook, release):
     """The manifest corpus applied webhook-only, then with the chart's in-tree policies (validating and
-    mutating) and the webhook leaving their rules to them: the same objects admitted, the same (object, rule) warnings, and the same
-    denials, except that a denial by an in-tree policy ends admission before the webhook is called (the
-    apiserver's chain stops at the first denial): then its rules are a non-empty part of the webhook's."""
+    mutating) and the webhook leaving their rules to them: the same objects admitted, the same (object, rule)
+    warnings, and the same denials, except that a denial by an in-tree policy ends admission before the webhook
+    is called (the apiserver's chain stops at the first denial): then its rules are a non-empty part of the
+    webhook's."""
     alone = _apply_all(cluster, kubectl)
     release.upgrade({"lookups": LOOKUPS, "inTree": {"validation": True, "mutation": True}})
     try:

@@ -111,7 +111,8 @@ def test_pods_end_identical_with_in_tree_mutation_and_webhook(cluster, kubectl, 
         installed = _ours(kubectl, "mutatingadmissionpolicies")
         assert installed and {i["apiVersion"] for i in installed} == {_api(cluster)}
         # the chart's objects are what export writes for the policy it renders (Helm's own labels aside)
-        check = subprocess.run([*CLI, "export", "--check", "--only", "mutating", "--kubeconfig", str(cluster.kubeconfig),
+        check = subprocess.run([*CLI, "export", "--check", "--only", "mutating",
+                                "--kubeconfig", str(cluster.kubeconfig),
                                 "--kubernetes-version", _version(cluster), "--config", str(release.webhook.policy)],
                                cwd=REPO, capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr

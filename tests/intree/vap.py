@@ -4,8 +4,9 @@ matchConstraints (operation and resource), the binding's namespaceSelector on ku
 matchConditions, variables, validations and messageExpressions, evaluated with cel-expr-python, the runtime
 webhook/objects/selectors.py uses. It replaces the real plugin in unit tests; tests/e2e/test_intree.py runs
 the real one. `JSONPatch{op: ..., path: ..., value: ...}` objects are evaluated as maps and applied with
-the jsonpatch library (RFC 6902, as the apiserver's patcher). What it adds to the runtime is what the Kubernetes CEL library gives: `indexOf` of its list
-library, and its quantity library as webhook/objects/selectors.py declares it."""
+the jsonpatch library (RFC 6902, as the apiserver's patcher). What it adds to the runtime is what the
+Kubernetes CEL library gives: `indexOf` of its list library, and its quantity library as
+webhook/objects/selectors.py declares it."""
 from __future__ import annotations
 
 import copy

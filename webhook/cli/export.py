@@ -30,7 +30,8 @@ def register(sub) -> None:
         description="Print, from the policy in force (--config / --set as for check), one "
         "ValidatingAdmissionPolicy per exported rule and pod-spec shape and its bindings, and one "
         "MutatingAdmissionPolicy per exported mutation and its bindings where the Kubernetes version serves them "
-        "(docs/rules/<rule>.md, section In-tree policy, says which rules and which objects). With --check, compare them with those "
+        "(docs/rules/<rule>.md, section In-tree policy, says which rules and which objects). With --check, compare "
+        "them with those "
         "the cluster holds: exit 1 when one is missing, differs or is left over, 0 when they are equal, "
         "2 on usage, configuration or cluster errors.")
     add_policy_options(p)

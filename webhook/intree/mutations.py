@@ -212,7 +212,8 @@ def export_mutations(policy: Policy, kubernetes: tuple[int, int] = NEWEST) -> li
             },
         })
         inside, default = namespaces(policy, rule)
-        scopes = ([("override-0", {"key": NAMESPACE_LABEL, "operator": "In", "values": list(inside)})] if inside else [])
+        scopes = ([("override-0", {"key": NAMESPACE_LABEL, "operator": "In", "values": list(inside)})]
+                  if inside else [])
         if default:
             scopes.append(("default", {"key": NAMESPACE_LABEL, "operator": "NotIn",
                                        "values": sorted({*excluded, *policy.overridden_namespaces})}))

@@ -69,7 +69,8 @@ def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
         containers = _sections(s, lambda c: (
             f"(has({c}.securityContext) && has({c}.securityContext.privileged) && {c}.securityContext.privileged) || "
             f"(has({c}.volumeMounts) && {c}.volumeMounts.exists(m, m.mountPath.contains({lit(DEVICE_LIST_MARK)})))"))
-        paths = (f"has({s}.volumes) && {s}.volumes.exists(v, has(v.hostPath) && !(v.hostPath.path.matches({lit(PLAIN_PATH)})"
+        paths = (f"has({s}.volumes) && {s}.volumes.exists(v, has(v.hostPath) && "
+                 f"!(v.hostPath.path.matches({lit(PLAIN_PATH)})"
                  f" && !v.hostPath.path.matches({lit(DOTS)}) && !(v.hostPath.path in ['/var/run', '/proc'] || "
                  "v.hostPath.path.startsWith('/var/run/') || v.hostPath.path.startsWith('/proc/'))))")
         return f"!(({containers}) || ({paths}))"
@@ -98,7 +99,8 @@ def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str
                 f"{head}{_word(section, word, c)} + ' \"' + {c}.name + '\" sets ' + {e}.name + ' (' + {path} + ', ' + "
                 f"(has({e}.valueFrom) ? 'with valueFrom' : 'with a literal value') + ')' + "
                 f"{lit(': ' + render(vdo.WHY) + '; remove ')} + {e}.name + "
-                f"{lit(' and ask for GPUs with resources.limits or a ResourceClaim [' + rule.value + '] ' + policy.docs_url(rule))}"))
+                + lit(f" and ask for GPUs with resources.limits or a ResourceClaim [{rule.value}] "
+                      f"{policy.docs_url(rule)}")))
         return variables, out
     if rule is Rule.DEVICE_ACCESS_BYPASS:
         exposes = any_of([f"v.hostPath.path.startsWith({lit(p)})" for p in dab.DEVICE_PATHS]
@@ -119,11 +121,16 @@ def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str
                 "variables.volume < 0",
                 f"{head}'volume \"' + {v}.name + '\" mounts the host path ' + {v}.hostPath.path + ' (' + "
                 f"{lit(shape.prefix + '.volumes[')} + string(variables.volume) + '].hostPath.path)' + "
-                f"{_tail(policy, rule, 'GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation', 'remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim')}"),
+                + _tail(policy, rule,
+                        "GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
+                        "remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")),
             Validation(
                 "size(variables.annotations) == 0",
-                f"{head}'annotation ' + {key} + ' ({meta_path}.annotations[\"' + {key} + '\"]) asks the runtime for CDI "
-                f"devices' + {_tail(policy, rule, 'CDI/NRI device annotations inject devices without allocation', 'remove the annotation')}"),
+                f"{head}'annotation ' + {key} + ' ({meta_path}.annotations[\"' + {key} + '\"]) "
+                "asks the runtime for CDI "
+                "devices' + "
+                + _tail(policy, rule, "CDI/NRI device annotations inject devices without allocation",
+                        "remove the annotation")),
         ]
     if rule is Rule.RUN_AS_ROOT:
         return _run_as_root(shape, policy)
@@ -143,7 +150,8 @@ def _device_plugin_gpu(spec: str) -> str:
     limits = (f"has(c.resources.limits) && c.resources.limits.exists(k, ({_gpu_name('k')}) && "
               f"{positive.format(m='c.resources.limits')})")
     requests = (f"has(c.resources.requests) && c.resources.requests.exists(k, ({_gpu_name('k')}) && "
-                f"!(has(c.resources.limits) && k in c.resources.limits) && {positive.format(m='c.resources.requests')})")
+                "!(has(c.resources.limits) && k in c.resources.limits) && "
+                f"{positive.format(m='c.resources.requests')})")
     return _sections(spec, lambda c: f"has(c.resources) && (({limits}) || ({requests}))")
 
 
@@ -203,7 +211,8 @@ def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], li
     for field, cond, what, fix in _contradictions(f"{s}.securityContext", False, policy):
         path = f"{shape.prefix}.securityContext.{field}"
         out.append(Validation(f"!(has({s}.securityContext) && {cond})",
-                              f"variables.subject + {lit(': ' + who + ' sets ' + what + ' (' + path + ')')} + {tail(fix)}"))
+                              f"variables.subject + {lit(': ' + who + ' sets ' + what + ' (' + path + ')')} + "
+                              f"{tail(fix)}"))
     for section, word in SECTIONS:
         for n, (field, cond, what, fix) in enumerate(_contradictions("c.securityContext", True, policy)):
             name = f"{section}{n}"

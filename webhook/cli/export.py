@@ -8,6 +8,7 @@ import sys
 
 import yaml
 
+from webhook.cli.exits import fail
 from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
 from webhook.intree.drift import drift
 from webhook.intree.export import RULE_LABEL, export
@@ -75,8 +76,7 @@ def _check(args, objects: list[dict]) -> int:
     try:
         client = load_api_client(args.kubeconfig, args.context)
     except ClusterConfigError as exc:
-        print(f"gpu-admission: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return fail(str(exc))
     api = AdmissionregistrationV1Api(client)
     listers = [] if args.only == "mutating" else [
         ("ValidatingAdmissionPolicy", api.list_validating_admission_policy),
@@ -95,12 +95,9 @@ def _check(args, objects: list[dict]) -> int:
     except ApiException as exc:
         hint = (" (is that API version served? --kubernetes-version chooses the MutatingAdmissionPolicy one)"
                 if exc.status == 404 else "")
-        print(f"gpu-admission: listing the cluster's admission policies failed: {exc.status} {exc.reason}{hint}",
-              file=sys.stderr)
-        return EXIT_ERROR
+        return fail(f"listing the cluster's admission policies failed: {exc.status} {exc.reason}{hint}")
     except OSError as exc:
-        print(f"gpu-admission: the cluster cannot be reached: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return fail(f"the cluster cannot be reached: {exc}")
     lines = drift(objects, live)
     for line in lines:
         print(line)

@@ -272,6 +272,17 @@ class Policy:
     def is_exempt(self, namespace: str | None) -> bool:
         return bool(namespace) and (namespace in self.exempt_namespaces or namespace == self.service_namespace)
 
+    def settings_for(self, namespace: str | None) -> tuple[str, Mapping[Rule, Action]]:
+        """The mode and the rules' actions in `namespace`: every override naming it, in order, over the
+        global ones (a later entry wins)."""
+        mode, actions = self.mode, self.actions
+        for override in self.namespace_overrides:
+            if namespace in override.namespaces:
+                mode = override.mode or mode
+                if override.actions:
+                    actions = {**actions, **override.actions}
+        return mode, actions
+
     def language_for(self, namespace: str | None) -> str:
         """The messages' language in `namespace`: the last override naming it that sets one, else the policy's."""
         language = self.language

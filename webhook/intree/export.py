@@ -37,11 +37,7 @@ def scopes(policy: Policy, rule: Rule) -> list[Scope]:
 
     by_actions: dict[tuple[str, ...], list[str]] = {}
     for ns in sorted(policy.overridden_namespaces - policy.exempt_namespaces - {policy.service_namespace}):
-        mode, acts = policy.mode, dict(policy.actions)
-        for o in policy.namespace_overrides:  # as the engine's plan reads them: every matching one, in order
-            if ns in o.namespaces:
-                mode = o.mode or mode
-                acts.update(o.actions)
+        mode, acts = policy.settings_for(ns)  # as the engine's plan reads them
         by_actions.setdefault(actions(mode, acts[rule]), []).append(ns)
     out = [Scope(a, tuple(n)) for a, n in by_actions.items() if a]
     default = actions(policy.mode, policy.actions[rule])

@@ -40,11 +40,7 @@ def namespaces(policy: Policy, rule: Rule) -> tuple[tuple[str, ...], bool]:
 
     inside = []
     for ns in sorted(policy.overridden_namespaces - policy.exempt_namespaces - {policy.service_namespace}):
-        mode, acts = policy.mode, dict(policy.actions)
-        for o in policy.namespace_overrides:  # as the engine's plan reads them: every matching one, in order
-            if ns in o.namespaces:
-                mode = o.mode or mode
-                acts.update(o.actions)
+        mode, acts = policy.settings_for(ns)  # as the engine's plan reads them
         if silent(mode, acts[rule]):
             inside.append(ns)
     return tuple(inside), silent(policy.mode, policy.actions[rule])

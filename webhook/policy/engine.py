@@ -86,12 +86,7 @@ class _Plan(NamedTuple):
 
 
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
-    mode, actions, language = policy.mode, policy.actions, policy.language_for(namespace)
-    for override in policy.namespace_overrides:
-        if namespace in override.namespaces:
-            mode = override.mode or mode
-            if override.actions:
-                actions = {**actions, **override.actions}
+    (mode, actions), language = policy.settings_for(namespace), policy.language_for(namespace)
     checks = {t: tuple(c for c in REGISTRY if t in c.applies_to and actions[c.rule] is not Action.OFF)
               for t in Target}
     in_tree = policy.derived(exported_rules) if policy.in_tree.validation and not policy.is_exempt(namespace) \

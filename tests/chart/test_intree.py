@@ -3,9 +3,13 @@
 to the apiserver."""
 from __future__ import annotations
 
+import json
+
+import helm_python
 import pytest
 import yaml
 
+from tests.support import REPO
 from webhook.config import parse_policy
 from webhook.intree.export import export
 from webhook.intree.mutations import export_mutations
@@ -13,6 +17,7 @@ from webhook.intree.mutations import export_mutations
 VALIDATING = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 MUTATING = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
 IN_TREE = VALIDATING + MUTATING
+CHART = REPO / "charts" / "gpu-admission"
 
 
 def _policy_text(rendered) -> str:
@@ -52,3 +57,35 @@ def test_mutation_installs_what_export_writes_for_the_rendered_policy(render, va
     objects = [o for o in rendered.objects if o["kind"] in IN_TREE]
     assert {o["kind"] for o in objects} >= set(MUTATING)
     assert objects == want
+
+
+def test_the_policy_the_objects_were_exported_from_is_the_default_render():
+    """files/intree/policy.json is what `make intree` writes: the chart's default policy, less what the export
+    does not read."""
+    from tools.intree_policy import exported_from
+
+    assert json.loads((CHART / "files" / "intree" / "policy.json").read_text(encoding="utf-8")) == exported_from()
+
+
+@pytest.mark.parametrize("values", [
+    pytest.param({"rules": {"visible-devices-override": "warn"}}, id="a-rule-action"),
+    pytest.param({"policy": {"namespaceOverrides": [{"namespaces": ["ml"], "mode": "dry-run"}]}}, id="an-override"),
+    pytest.param({"policy": {"exceptions": [{"name": "ci", "namespaces": ["ci"], "rules": ["run-as-root"]}]}},
+                 id="an-exception"),
+])
+@pytest.mark.parametrize("in_tree", [{"validation": True}, {"mutation": True}], ids=["validation", "mutation"])
+def test_in_tree_is_refused_for_a_policy_other_than_the_exported_one(render, values, in_tree):
+    """The objects decide by the default policy while the webhook would skip those rules: refused, not
+    installed as a silent disagreement."""
+    with pytest.raises(helm_python.HelmError, match="this release's policy differs from it"):
+        render({**values, "inTree": in_tree})
+    render(values)  # the same policy without inTree renders
+
+
+@pytest.mark.parametrize("values", [
+    pytest.param({"lookups": {"nodes": True, "resourceSlices": True}}, id="lookups"),
+    pytest.param({"policy": {"language": "ja"}}, id="language"),
+])
+def test_in_tree_takes_what_the_export_does_not_read(render, values):
+    rendered = render({**values, "inTree": {"validation": True}})
+    assert [o for o in rendered.objects if o["kind"] in IN_TREE]

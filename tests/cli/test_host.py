@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -15,14 +14,6 @@ def run(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
-
-
-@pytest.fixture
-def configured(tmp_path):
-    root = tmp_path / "host"
-    shutil.copytree(HOST_H200, root)
-    configured_host(root)
-    return root
 
 
 def test_inventory_json(capsys):

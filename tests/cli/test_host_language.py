@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.host.conftest import HOST_H200, configured_host
+from tests.host.conftest import HOST_H200
 from tests.support import REPO
 from webhook.cli.main import main
 
@@ -29,14 +28,6 @@ def _process(argv: list[str], lang: str) -> tuple[int, list[str]]:
                           capture_output=True, timeout=60)
     assert not done.stderr, done.stderr.decode()
     return done.returncode, done.stdout.decode("utf-8").splitlines()
-
-
-@pytest.fixture
-def configured(tmp_path):
-    root = tmp_path / "host"
-    shutil.copytree(HOST_H200, root)
-    configured_host(root)
-    return root
 
 
 def test_host_check_under_a_japanese_locale(configured):

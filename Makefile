@@ -93,11 +93,9 @@ chart: $(STAMP)
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) $(DIST) build *.egg-info .mypy_cache .ruff_cache
 
-# The chart's in-tree policies: `gpu-admission export` of the shipped default, and the policy they were exported
-# from (templates/intree.yaml refuses inTree for a release whose policy differs; tests/chart/test_intree.py
-# fails until this is run after a change to the generator, the default policy or the chart's policy values).
+# The chart's in-tree policies: the export of the chart's default policy, and the policy they were exported from,
+# written by the function `gpu-admission export --chart-values` uses (templates/intree.yaml refuses inTree for a
+# release whose policy differs; tests/chart/test_intree.py fails until this is run after a change to the
+# generator, the default policy or the chart's policy values).
 intree: $(STAMP)
-	@mkdir -p charts/gpu-admission/files/intree
-	$(BIN)/gpu-admission export --only validating > charts/gpu-admission/files/intree/validation.yaml
-	$(BIN)/gpu-admission export --only mutating > charts/gpu-admission/files/intree/mutation.yaml
-	$(BIN)/python -m tools.intree_policy charts/gpu-admission/files/intree/policy.json
+	$(BIN)/python -m tools.intree_policy charts/gpu-admission/files/intree

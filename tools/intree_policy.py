@@ -1,12 +1,14 @@
-"""`make intree`, third file: what the chart's in-tree policies were exported from.
+"""`make intree`: the chart's in-tree policies, the shipped default policy's export.
 
-    python -m tools.intree_policy FILE
+    python -m tools.intree_policy DIR
 
-Writes, as JSON, the policy the chart renders with its default values, less what the export does not read
-(the service's namespace, which the chart replaces by the release's, `lookups`, `inTree` and `language`).
-templates/intree.yaml compares a release's policy with it and refuses `inTree` where they differ: the
-objects in files/intree/ say what the default policy says, and the webhook would skip rules that the
-apiserver then decides differently from the release's policy."""
+Writes DIR/validation.yaml and DIR/mutation.yaml (the ValidatingAdmissionPolicies and the
+MutatingAdmissionPolicies, with their bindings) and DIR/policy.json (the policy they were exported from,
+less what the export does not read), all three from the policy the chart renders with its default values,
+through webhook.intree.chart.chart_values: the one function `gpu-admission export --chart-values` writes a
+release's own policy's export with. templates/intree.yaml compares a release's policy with policy.json and
+refuses `inTree` where they differ: the objects say what the default policy says, and the webhook would
+skip rules that the apiserver then decides differently from the release's policy."""
 from __future__ import annotations
 
 import json
@@ -16,28 +18,44 @@ from pathlib import Path
 import helm_python
 import yaml
 
+from webhook.cli.export import dump_yaml
+from webhook.config.load import build_policy
+from webhook.intree.chart import chart_values
+from webhook.intree.mutations import NEWEST
+
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "gpu-admission"
-# Kept in step with templates/intree.yaml, which drops the same keys before comparing.
-NOT_EXPORTED = ("serviceNamespace", "lookups", "inTree", "language")
+# The namespace the files' bindings leave out; templates/intree.yaml replaces it by the release's.
+NAMESPACE = "gpu-admission"
 
 
-def exported_from() -> dict:
-    manifests = helm_python.Chart.load(str(CHART)).render({}, name="gpu-admission", namespace="gpu-admission")
+def default_document() -> dict:
+    """The policy document the chart renders with its default values."""
+    manifests = helm_python.Chart.load(str(CHART)).render({}, name="gpu-admission", namespace=NAMESPACE)
     for name, text in manifests.items():
         if not name.endswith(".yaml"):
             continue  # NOTES.txt
         for doc in yaml.safe_load_all(text):
             if doc and doc.get("kind") == "ConfigMap" and "policy.yaml" in (doc.get("data") or {}):
-                policy = yaml.safe_load(doc["data"]["policy.yaml"])
-                return {k: v for k, v in policy.items() if k not in NOT_EXPORTED}
+                return yaml.safe_load(doc["data"]["policy.yaml"])
     raise SystemExit("the chart rendered no policy ConfigMap")
+
+
+def files() -> dict[str, str]:
+    """File name -> text, as `make intree` writes them."""
+    document = default_document()
+    exported = chart_values(document, build_policy(document, "the chart's default policy"), NEWEST)["inTree"]["exported"]
+    return {"validation.yaml": dump_yaml(exported["validation"]), "mutation.yaml": dump_yaml(exported["mutation"]),
+            "policy.json": json.dumps(exported["policy"], indent=1, sort_keys=True) + "\n"}
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        raise SystemExit("usage: python -m tools.intree_policy FILE")
-    Path(argv[0]).write_text(json.dumps(exported_from(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        raise SystemExit("usage: python -m tools.intree_policy DIR")
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in files().items():
+        (out / name).write_text(text, encoding="utf-8")
     return 0
 
 

@@ -6,8 +6,10 @@ import base64
 import copy
 import datetime
 import functools
+import json
 
 import helm_python
+from helm_python import _native
 import pytest
 import yaml
 from cryptography import x509
@@ -189,8 +191,18 @@ def load_chart() -> helm_python.Chart:
     return helm_python.Chart.load(str(CHART))
 
 
-def render_values(values: dict, *, namespace: str = NAMESPACE) -> dict[str, str]:
-    return load_chart().render(copy.deepcopy(values), name=RELEASE, namespace=namespace)
+def render_values(values: dict, *, namespace: str = NAMESPACE, kube_version: str | None = None,
+                  api_versions: tuple[str, ...] = ()) -> dict[str, str]:
+    """`helm template`; kube_version and api_versions are its --kube-version and --api-versions (what
+    .Capabilities says; without them Helm's own defaults, which list no MutatingAdmissionPolicy)."""
+    if kube_version is None and not api_versions:
+        return load_chart().render(copy.deepcopy(values), name=RELEASE, namespace=namespace)
+    # The SDK's Chart.render takes no capabilities; the native render it wraps reads them from its options.
+    opts = {"name": RELEASE, "namespace": namespace, "api_versions": list(api_versions),
+            **({"kube_version": kube_version} if kube_version else {})}
+    payload = _native.call_string("helm_render", load_chart()._raw(), json.dumps(copy.deepcopy(values)),
+                                              json.dumps(opts))
+    return json.loads(payload)
 
 
 @functools.cache

@@ -44,7 +44,8 @@ def default_document() -> dict:
 def files() -> dict[str, str]:
     """File name -> text, as `make intree` writes them."""
     document = default_document()
-    exported = chart_values(document, build_policy(document, "the chart's default policy"), NEWEST)["inTree"]["exported"]
+    policy = build_policy(document, "the chart's default policy")
+    exported = chart_values(document, policy, NEWEST)["inTree"]["exported"]
     return {"validation.yaml": dump_yaml(exported["validation"]), "mutation.yaml": dump_yaml(exported["mutation"]),
             "policy.json": json.dumps(exported["policy"], indent=1, sort_keys=True) + "\n"}
 

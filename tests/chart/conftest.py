@@ -9,13 +9,13 @@ import functools
 import json
 
 import helm_python
-from helm_python import _native
 import pytest
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from helm_python import _native
 
 from tests.support import REPO
 

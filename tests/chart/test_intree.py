@@ -22,6 +22,7 @@ VALIDATING = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 MUTATING = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
 IN_TREE = VALIDATING + MUTATING
 CHART = REPO / "charts" / "gpu-admission"
+GROUP = "admissionregistration.k8s.io"
 
 
 def _policy_text(rendered) -> str:
@@ -79,10 +80,10 @@ def test_mutation_installs_what_export_writes_for_the_rendered_policy(render, va
                  "admissionregistration.k8s.io/v1", id="1.36-group-version-without-the-kind"),
     pytest.param({"kube_version": "1.34.4", "api_versions": ()}, "admissionregistration.k8s.io/v1beta1",
                  id="1.34-without-the-gate"),
-    pytest.param({"kube_version": "1.35.1", "api_versions": ("admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",)},
-                 "admissionregistration.k8s.io/v1beta1", id="1.35-another-version-than-its-own"),
-    pytest.param({"kube_version": "1.33.5", "api_versions": ("admissionregistration.k8s.io/v1alpha1/MutatingAdmissionPolicy",)},
-                 "admissionregistration.k8s.io/v1beta1", id="1.33-alpha-only"),
+    pytest.param({"kube_version": "1.35.1", "api_versions": (f"{GROUP}/v1/MutatingAdmissionPolicy",)},
+                 f"{GROUP}/v1beta1", id="1.35-another-version-than-its-own"),
+    pytest.param({"kube_version": "1.33.5", "api_versions": (f"{GROUP}/v1alpha1/MutatingAdmissionPolicy",)},
+                 f"{GROUP}/v1beta1", id="1.33-alpha-only"),
 ])
 def test_mutation_is_refused_where_the_cluster_does_not_serve_the_api(render, cluster, missing):
     """Refused at render with what to turn on, instead of an install the apiserver rejects ("no matches for
@@ -237,7 +238,7 @@ def test_the_exports_service_namespace_is_replaced_by_the_releases(render, tmp_p
 def test_an_export_without_the_half_asked_for_is_refused(render, tmp_path):
     exported = _export_chart_values(tmp_path, render(OWN_POLICY).policy_text())
     del exported["inTree"]["exported"]["mutation"]
-    with pytest.raises(helm_python.HelmError, match="inTree.exported has no mutation objects"):
+    with pytest.raises(helm_python.HelmError, match=r"inTree\.exported has no mutation objects"):
         render(_with(OWN_POLICY, exported, mutation=True), **SERVES_V1)
     assert [o for o in render(_with(OWN_POLICY, exported, validation=True)).objects if o["kind"] in IN_TREE]
 

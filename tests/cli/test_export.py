@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from webhook.cli.main import main
-from webhook.config import default_policy, parse_policy
+from webhook.config import default_policy, load_layers, parse_policy
 from webhook.config.load import DEFAULT_PATH
 from webhook.intree.drift import drift
 from webhook.intree.export import export
@@ -94,6 +94,45 @@ def test_a_bad_kubernetes_version_is_a_usage_error(value):
     with pytest.raises(SystemExit) as exc:
         _run("--kubernetes-version", value)
     assert exc.value.code == 2
+
+
+def test_chart_values_carry_the_export_and_the_policy_it_was_exported_from(tmp_path):
+    """`--chart-values` writes the chart's inTree.exported: both halves, the policy document less what the
+    export does not read, and the service namespace its bindings leave out."""
+    from webhook.config.load import merged_document
+
+    code, text, _ = _run("--chart-values", "--set", "rules.run-as-root=warn", "--set", "language=ja",
+                         "--kubernetes-version", "1.34")
+    assert code == 0 and text.startswith("# gpu-admission export --chart-values")
+    exported = yaml.safe_load(text)["inTree"]["exported"]
+    policy = load_layers(sets=["rules.run-as-root=warn"])
+    assert exported["validation"] == export(policy)
+    assert exported["mutation"] == export_mutations(policy, (1, 34))
+    assert exported["kubernetesVersion"] == "1.34" and exported["serviceNamespace"] == policy.service_namespace
+    document = merged_document(sets=["rules.run-as-root=warn"])
+    assert exported["policy"] == {k: v for k, v in document.items()
+                                  if k not in ("serviceNamespace", "lookups", "inTree", "language")}
+    assert exported["policy"]["rules"]["run-as-root"] == "warn"
+
+
+@pytest.mark.parametrize(("argv", "why"), [
+    pytest.param(("--check", "--kubernetes-version", "1.34"), "--check reads the cluster's version",
+                 id="check-version"),
+    pytest.param(("--chart-values", "--only", "validating"), "writes both halves", id="chart-values-only"),
+    pytest.param(("--chart-values", "--check"), "writes both halves", id="chart-values-check"),
+    pytest.param(("--chart-values", "-o", "json"), "YAML values file", id="chart-values-json"),
+])
+def test_options_that_contradict_each_other_are_usage_errors(argv, why):
+    code, text, err = _run(*argv)
+    assert code == 2 and text == "" and why in err and "Traceback" not in err
+
+
+def test_check_without_a_cluster_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    code, text, err = _run("--check")
+    assert code == 2 and "no cluster configuration" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize(("setting", "mutated"), [

@@ -173,6 +173,10 @@ class Cluster:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     apiserver_port: int = 0
     etcd_port: int = 0
+    # Before 1.36: "on" serves MutatingAdmissionPolicy's beta API and turns its gate on (the in-tree
+    # mutations run); "api-only" serves the API with the gate off (the apiserver stores policies and runs
+    # none); "off" neither, as a 1.34/1.35 cluster is by default (tests/e2e/test_intree_served.py).
+    mutating_policy: str = "on"
 
     @property
     def kubeconfig(self) -> Path:
@@ -208,13 +212,14 @@ class Cluster:
         on, so that objects written for them are admitted as on clusters that enable them. Before 1.36,
         MutatingAdmissionPolicy's beta API too (the in-tree mutations, tests/e2e/test_intree_mutation.py)."""
         apis = [f"resource.k8s.io/{v}=true" for v in DRA_BETAS]
-        if self.minor < MUTATING_POLICY_GA:
+        if self.minor < MUTATING_POLICY_GA and self.mutating_policy != "off":
             apis.append("admissionregistration.k8s.io/v1beta1=true")
         return ",".join(apis)
 
     def feature_gates(self) -> list[str]:
         """MutatingAdmissionPolicy is beta and off by default before 1.36 (on, and locked, from 1.36)."""
-        return ["--feature-gates=MutatingAdmissionPolicy=true"] if self.minor < MUTATING_POLICY_GA else []
+        on = self.minor < MUTATING_POLICY_GA and self.mutating_policy == "on"
+        return ["--feature-gates=MutatingAdmissionPolicy=true"] if on else []
 
     # -------------------------------------------------------------------------------------------- start
 

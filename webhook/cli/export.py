@@ -112,9 +112,8 @@ def _usage(args) -> str | None:
 
 
 def _check(args, policy) -> int:
-    from kubernetes.client.exceptions import ApiException
-
     from webhook.cli.export_cluster import Discovery, list_objects, read_discovery, read_feature_gate
+    from webhook.lookups.apiserver import ApiError
     from webhook.lookups.kubeconfig import ClusterConfigError, load_api_client
 
     try:
@@ -123,10 +122,8 @@ def _check(args, policy) -> int:
         return fail(str(exc))
     try:
         found: Discovery = read_discovery(client)
-    except ApiException as exc:
-        return fail(f"reading the cluster's version and discovery failed: {exc.status} {exc.reason}")
-    except (OSError, ValueError) as exc:
-        return fail(f"the cluster cannot be reached: {exc}")
+    except ApiError as exc:
+        return fail(f"reading the cluster's version and discovery failed: {exc}")
     kubernetes = found.kubernetes
     objects = _objects(args, policy, kubernetes)
     mutating = [o for o in objects if o["kind"].startswith("Mutating")]
@@ -147,7 +144,7 @@ def _check(args, policy) -> int:
     elif mutating and want is not None and want.endswith("/v1beta1"):
         try:
             gate = read_feature_gate(client)
-        except (ApiException, OSError, ValueError):
+        except ApiError:
             gate = None  # /metrics needs its own permission; the objects are compared all the same
         if gate is False:
             lines.append(f"MutatingAdmissionPolicy: the cluster serves {want} but its feature gate "
@@ -156,10 +153,8 @@ def _check(args, policy) -> int:
     try:
         live = list_objects(client, validating=args.only != "mutating",
                             mutating=want if check_mutating and want in served else None)
-    except ApiException as exc:
-        return fail(f"listing the cluster's admission policies failed: {exc.status} {exc.reason}")
-    except OSError as exc:
-        return fail(f"the cluster cannot be reached: {exc}")
+    except ApiError as exc:
+        return fail(f"listing the cluster's admission policies failed: {exc}")
     lines += drift(objects, live)
     for line in lines:
         print(line)

@@ -6,17 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.client import (
-    AdmissionregistrationApi,
-    AdmissionregistrationV1Api,
-    AdmissionregistrationV1beta1Api,
-    ApiClient,
-    VersionApi,
-)
-from kubernetes.client.exceptions import ApiException
+from kubernetes.client import ApiClient
 
 from webhook.intree.export import RULE_LABEL
 from webhook.intree.served import GROUP, VERSIONS, feature_enabled, group_versions, served
+from webhook.lookups.apiserver import ApiError, send
+
+TIMEOUT = 30.0
+KINDS = {"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+         "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+         "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
+         "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings"}
 
 
 @dataclass(frozen=True)
@@ -27,51 +27,51 @@ class Discovery:
 
 
 def _get(client: ApiClient, path: str) -> Any:
-    return client.call_api(path, "GET", response_type="object", auth_settings=["BearerToken"],
-                           _return_http_data_only=True)
+    return send(client, "GET", path, timeout=TIMEOUT)
 
 
-def _minor(version: Any) -> tuple[int, int]:
-    """/version's major and minor ("1", "34" or "34+" on some distributions)."""
-    major, minor = (str(getattr(version, k) or "").rstrip("+") for k in ("major", "minor"))
+def _minor(version: dict) -> tuple[int, int]:
+    """/version's major and minor ("1", "34", or "34+" on some distributions)."""
+    major, minor = (str(version.get(k) or "").rstrip("+") for k in ("major", "minor"))
     if not (major.isdigit() and minor.isdigit()):
-        raise ValueError(f"the cluster's /version has no numeric major and minor: {version.git_version!r}")
+        raise ApiError(200, f"the cluster's /version has no numeric major and minor: {version.get('gitVersion')!r}")
     return int(major), int(minor)
 
 
 def read_discovery(client: ApiClient) -> Discovery:
-    version = VersionApi(client).get_code()
+    version = _get(client, "/version")
     try:
-        group = client.sanitize_for_serialization(AdmissionregistrationApi(client).get_api_group())
-    except ApiException as exc:
+        group = _get(client, f"/apis/{GROUP}")
+    except ApiError as exc:
         if exc.status != 404:
             raise
         group = None
     lists = {gv: _get(client, f"/apis/{gv}") for gv in group_versions(group)
              if gv.removeprefix(GROUP + "/") in VERSIONS}
-    return Discovery(version.git_version, _minor(version), served(lists))
+    return Discovery(str(version.get("gitVersion") or ""), _minor(version), served(lists))
 
 
 def read_feature_gate(client: ApiClient) -> bool | None:
-    """The MutatingAdmissionPolicy gate as the apiserver reports it in /metrics; None where not reported."""
-    response = client.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False,
-                               _return_http_data_only=True)
-    return feature_enabled(response.data.decode("utf-8", "replace"))
+    """The MutatingAdmissionPolicy gate as the apiserver reports it in /metrics; None where not reported.
+    Raises ApiError where /metrics cannot be read (it needs `get` on the non-resource URL)."""
+    response = send(client, "GET", "/metrics", timeout=TIMEOUT, stream=True)
+    try:
+        text = response.data.decode("utf-8", "replace")
+    finally:
+        response.release_conn()
+    return feature_enabled(text)
 
 
 def list_objects(client: ApiClient, *, validating: bool, mutating: str | None) -> list[dict]:
-    """The labelled in-tree objects: the validating ones, and the mutating ones in that group version."""
-    api = AdmissionregistrationV1Api(client)
-    listers = [] if not validating else [
-        ("ValidatingAdmissionPolicy", api.list_validating_admission_policy),
-        ("ValidatingAdmissionPolicyBinding", api.list_validating_admission_policy_binding)]
+    """The labelled in-tree objects: the validating ones (v1), and the mutating ones in that group version."""
+    kinds = ([("ValidatingAdmissionPolicy", f"{GROUP}/v1"), ("ValidatingAdmissionPolicyBinding", f"{GROUP}/v1")]
+             if validating else [])
     if mutating is not None:
-        m = api if mutating.endswith("/v1") else AdmissionregistrationV1beta1Api(client)
-        listers += [("MutatingAdmissionPolicy", m.list_mutating_admission_policy),
-                    ("MutatingAdmissionPolicyBinding", m.list_mutating_admission_policy_binding)]
+        kinds += [("MutatingAdmissionPolicy", mutating), ("MutatingAdmissionPolicyBinding", mutating)]
     live = []
-    for kind, lister in listers:
+    for kind, group_version in kinds:
         # every exported object has the label, whether applied by hand or installed by Helm
-        items = client.sanitize_for_serialization(lister(label_selector=RULE_LABEL)).get("items") or []
-        live += [{**item, "kind": kind} for item in items]
+        answer = send(client, "GET", f"/apis/{group_version}/{KINDS[kind]}", query={"labelSelector": RULE_LABEL},
+                      timeout=TIMEOUT)
+        live += [{**item, "kind": kind} for item in answer.get("items") or []]
     return live

@@ -157,6 +157,37 @@ def test_check_reports_the_gate_off_where_the_api_is_served(bare):
         # the mutations are still compared (absent here), in the served version
         assert any(line.startswith("MutatingAdmissionPolicy ") and line.endswith(": not in the cluster")
                    for line in lines)
+        # a user who may read the policies but not /metrics: the objects are compared, the gate is not, and
+        # stderr says so (the exit code is the comparison's)
+        limited = _limited_kubeconfig(running)
+        result = _check(limited)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "/metrics cannot be read (forbidden" in result.stderr
+        assert "is not checked" in result.stderr and "Traceback" not in result.stderr
+        assert not [line for line in result.stdout.splitlines() if "feature gate" in line]
+        assert result.stdout.splitlines()[0].endswith(f"served as {GROUP}/v1beta1")
     finally:
         running.mutating_policy = "off"
         running.restart_apiserver()
+
+
+def _limited_kubeconfig(running: clusterlib.Cluster) -> Path:
+    """A ServiceAccount allowed to list the in-tree admission objects, and nothing else (discovery and
+    /version are every authenticated user's by the default system:discovery roles)."""
+    kubectl = Kubectl(running.kubectl, running.kubeconfig)
+    kubectl.apply(yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "drift-check", "namespace": "default"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "drift-check"},
+         "rules": [{"apiGroups": [GROUP], "verbs": ["list"], "resources": [
+             "validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingadmissionpolicies",
+             "mutatingadmissionpolicybindings"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "drift-check"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "drift-check"},
+         "subjects": [{"kind": "ServiceAccount", "name": "drift-check", "namespace": "default"}]},
+    ]))
+    token = kubectl.run("create", "token", "drift-check", "-n", "default", "--duration=1h").stdout.strip()
+    path = running.root / "drift-check.kubeconfig"
+    path.write_text(clusterlib.kubeconfig_text(running.server, running.ca, token=token,
+                                               user="system:serviceaccount:default:drift-check"))
+    return path

@@ -15,6 +15,7 @@ from tests.chart.conftest import CUSTOM_POLICY, NAMESPACE
 from tests.support import REPO
 from webhook.cli.main import main
 from webhook.config import parse_policy
+from webhook.intree.chart import NOT_EXPORTED
 from webhook.intree.export import export
 from webhook.intree.mutations import export_mutations
 
@@ -112,7 +113,7 @@ def test_the_files_are_what_make_intree_writes_from_the_default_render(default_r
         assert (CHART / "files" / "intree" / name).read_text(encoding="utf-8") == text, f"run make intree ({name})"
     assert json.loads(written["policy.json"]) == {
         k: v for k, v in yaml.safe_load(_policy_text(default_render)).items()
-        if k not in ("serviceNamespace", "lookups", "inTree", "language")}
+        if k not in NOT_EXPORTED}
 
 
 @pytest.mark.parametrize("values", [

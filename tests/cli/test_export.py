@@ -12,6 +12,7 @@ import yaml
 from webhook.cli.main import main
 from webhook.config import default_policy, load_layers, parse_policy
 from webhook.config.load import DEFAULT_PATH
+from webhook.intree.chart import NOT_EXPORTED
 from webhook.intree.drift import drift
 from webhook.intree.export import export
 from webhook.intree.mutations import export_mutations
@@ -111,7 +112,7 @@ def test_chart_values_carry_the_export_and_the_policy_it_was_exported_from(tmp_p
     assert exported["kubernetesVersion"] == "1.34" and exported["serviceNamespace"] == policy.service_namespace
     document = merged_document(sets=["rules.run-as-root=warn"])
     assert exported["policy"] == {k: v for k, v in document.items()
-                                  if k not in ("serviceNamespace", "lookups", "inTree", "language")}
+                                  if k not in NOT_EXPORTED}
     assert exported["policy"]["rules"]["run-as-root"] == "warn"
 
 

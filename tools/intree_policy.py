@@ -3,7 +3,8 @@
     python -m tools.intree_policy FILE
 
 Writes, as JSON, the policy the chart renders with its default values, less what the export does not read
-(the service's namespace, which the chart replaces by the release's, `lookups`, `inTree` and `language`).
+(the service's namespace, which the chart replaces by the release's, `lookups` and `inTree`), and
+`language` where it is the default, English.
 templates/intree.yaml compares a release's policy with it and refuses `inTree` where they differ: the
 objects in files/intree/ say what the default policy says, and the webhook would skip rules that the
 apiserver then decides differently from the release's policy."""
@@ -18,8 +19,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "gpu-admission"
-# Kept in step with templates/intree.yaml, which drops the same keys before comparing.
-NOT_EXPORTED = ("serviceNamespace", "lookups", "inTree", "language")
+# Kept in step with templates/intree.yaml, which drops the same keys (and language: en) before comparing.
+NOT_EXPORTED = ("serviceNamespace", "lookups", "inTree")
 
 
 def exported_from() -> dict:
@@ -30,7 +31,8 @@ def exported_from() -> dict:
         for doc in yaml.safe_load_all(text):
             if doc and doc.get("kind") == "ConfigMap" and "policy.yaml" in (doc.get("data") or {}):
                 policy = yaml.safe_load(doc["data"]["policy.yaml"])
-                return {k: v for k, v in policy.items() if k not in NOT_EXPORTED}
+                return {k: v for k, v in policy.items() if k not in NOT_EXPORTED
+                        and not (k == "language" and v == "en")}
     raise SystemExit("the chart rendered no policy ConfigMap")
 
 

@@ -72,6 +72,9 @@ def test_the_policy_the_objects_were_exported_from_is_the_default_render():
     pytest.param({"policy": {"namespaceOverrides": [{"namespaces": ["ml"], "mode": "dry-run"}]}}, id="an-override"),
     pytest.param({"policy": {"exceptions": [{"name": "ci", "namespaces": ["ci"], "rules": ["run-as-root"]}]}},
                  id="an-exception"),
+    pytest.param({"policy": {"language": "ja"}}, id="the-language"),
+    pytest.param({"policy": {"namespaceOverrides": [{"namespaces": ["ml"], "language": "ja"}]}},
+                 id="a-namespace-language"),
 ])
 @pytest.mark.parametrize("in_tree", [{"validation": True}, {"mutation": True}], ids=["validation", "mutation"])
 def test_in_tree_is_refused_for_a_policy_other_than_the_exported_one(render, values, in_tree):
@@ -84,7 +87,7 @@ def test_in_tree_is_refused_for_a_policy_other_than_the_exported_one(render, val
 
 @pytest.mark.parametrize("values", [
     pytest.param({"lookups": {"nodes": True, "resourceSlices": True}}, id="lookups"),
-    pytest.param({"policy": {"language": "ja"}}, id="language"),
+    pytest.param({"policy": {"language": "en"}}, id="the-default-language-said"),
 ])
 def test_in_tree_takes_what_the_export_does_not_read(render, values):
     rendered = render({**values, "inTree": {"validation": True}})

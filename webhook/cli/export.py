@@ -52,7 +52,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    policy = load_policy_or_exit(args)
+    policy = load_policy_or_exit(args, read_locale=False)
     if policy is None:
         return EXIT_ERROR
     objects = ([] if args.only == "mutating" else export(policy)) + (

@@ -31,9 +31,11 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
                         "(C, POSIX) the policy's `language` does")
 
 
-def load_policy_or_exit(args) -> Policy | None:
+def load_policy_or_exit(args, read_locale: bool = True) -> Policy | None:
     """The policy as the command evaluates it: the webhook's `inTree` setting is dropped, because no apiserver
-    runs the in-tree policies for a command (`check` and `audit` report every rule themselves)."""
+    runs the in-tree policies for a command (`check` and `audit` report every rule themselves). Without
+    `read_locale` only --lang changes the messages' language, not the user's locale (`export` writes
+    messages for the cluster's users, in the policy's languages)."""
     try:
         policy = load_layers(args.config, args.set_values, base=args.base)
     except ConfigError as exc:
@@ -42,7 +44,7 @@ def load_policy_or_exit(args) -> Policy | None:
         return None
     if policy.in_tree != InTree():
         policy = dataclasses.replace(policy, in_tree=InTree())
-    language = cli_language(args)
+    language = cli_language(args, None if read_locale else {})
     return policy.in_language(language) if language else policy
 
 

@@ -171,3 +171,35 @@ def test_drift(change, want):
     live = _live(objects)
     change(live)
     assert drift(objects, live) == want
+
+
+def _messages(text: str) -> list[str]:
+    return [v["messageExpression"] for d in json.loads(text)["items"] if d["kind"] == "ValidatingAdmissionPolicy"
+            for v in d["spec"]["validations"]]
+
+
+def test_messages_follow_the_policy_language_not_the_users_locale(monkeypatch):
+    """The in-tree messages are read by the cluster's users: the policy's `language` (or --lang) decides,
+    not the locale of whoever runs export (export --check would otherwise report drift by who runs it)."""
+    code, english, _ = _run("-o", "json")
+    assert code == 0 and _messages(english)
+    assert not any("対処" in m or "/docs/rules/ja/" in m for m in _messages(english))
+    code, japanese, _ = _run("-o", "json", "--set", "language=ja")
+    assert code == 0
+    assert all("。対処: " in m and "/docs/rules/ja/" in m and "request.namespace in" not in m
+               for m in _messages(japanese))
+    monkeypatch.setenv("LANG", "ja_JP.UTF-8")
+    assert _run("-o", "json") == (0, english, "")
+    assert _run("-o", "json", "--lang", "ja") == (0, japanese, "")
+
+
+def test_a_namespace_of_another_language_picks_its_messages_by_namespace():
+    code, text, _ = _run("-o", "json", "--set", "namespaceOverrides=[{namespaces: [ml-ja, ai-ja], language: ja}]")
+    assert code == 0
+    messages = _messages(text)
+    assert messages and all(m.startswith('request.namespace in ["ai-ja", "ml-ja"] ? ') for m in messages)
+    # one Japanese line for those namespaces, the English one for every other
+    assert all(m.count("。対処: ") == 1 and m.count("/docs/rules/ja/") == 1 and m.count("; ") >= 1 for m in messages)
+    # a namespace override of the policy's own language writes one language only
+    code, same, _ = _run("-o", "json", "--set", "namespaceOverrides=[{namespaces: [ml], language: en}]")
+    assert code == 0 and not any("request.namespace in" in m or "対処" in m for m in _messages(same))

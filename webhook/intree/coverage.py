@@ -1,7 +1,7 @@
 """Which objects the in-tree policies decide for a rule: the same predicate in Python (the engine skips the
 rule there, webhook/policy/engine.py) and in CEL (the policy's matchConditions). Outside it, a rule's verdict
-needs what CEL cannot do (a lookup, a path as the host resolves it, the pod's GPU allocation), and the
-webhook keeps the rule."""
+or its message needs what CEL cannot do (a lookup, a path as the host resolves it, the pod's GPU
+allocation), and the webhook keeps the rule."""
 from __future__ import annotations
 
 import re

@@ -35,7 +35,7 @@ def register(sub) -> None:
         "them with those "
         "the cluster holds: exit 1 when one is missing, differs or is left over, 0 when they are equal, "
         "2 on usage, configuration or cluster errors.")
-    add_policy_options(p)
+    add_policy_options(p, read_locale=False)
     p.add_argument("--output", "-o", choices=("yaml", "json"), default="yaml", help="yaml (default) or json (a List)")
     p.add_argument("--kubernetes-version", metavar="1.MINOR", type=_version, default=NEWEST,
                    help=f"the cluster's version (default {NEWEST[0]}.{NEWEST[1]}): MutatingAdmissionPolicy is "

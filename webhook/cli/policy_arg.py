@@ -15,7 +15,8 @@ from webhook.locale import LANGUAGES, from_environment
 __all__ = ["EXIT_DENIED", "EXIT_ERROR", "EXIT_OK", "add_policy_options", "cli_language", "load_policy_or_exit"]
 
 
-def add_policy_options(parser: argparse.ArgumentParser) -> None:
+def add_policy_options(parser: argparse.ArgumentParser, read_locale: bool = True) -> None:
+    """The options; `read_locale` as load_policy_or_exit's (the --lang help says which)."""
     parser.add_argument("--config", metavar="FILE", action="append", default=[],
                         help="policy overlay YAML, merged over the shipped default as the Helm chart merges its "
                         "policy value (maps merged, lists replaced, null drops a key); repeatable, later files win")
@@ -28,7 +29,10 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", choices=LANGUAGES, default=None,
                         help="language of the messages and reports; without it LANGUAGE, LC_ALL, LC_MESSAGES or LANG "
                         "(the first set, as gettext reads them) decides, and where that names no language of ours "
-                        "(C, POSIX) the policy's `language` does")
+                        "(C, POSIX) the policy's `language` does" if read_locale else
+                        "language of every message the exported objects write; without it the policy's `language` "
+                        "and its namespace overrides' decide (never the locale: the messages are for the "
+                        "cluster's users)")
 
 
 def load_policy_or_exit(args, read_locale: bool = True) -> Policy | None:

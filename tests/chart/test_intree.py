@@ -15,7 +15,7 @@ from tests.chart.conftest import CUSTOM_POLICY, NAMESPACE
 from tests.support import REPO
 from webhook.cli.main import main
 from webhook.config import parse_policy
-from webhook.intree.chart import NOT_EXPORTED
+from webhook.intree.chart import exported_from
 from webhook.intree.export import export
 from webhook.intree.mutations import export_mutations
 
@@ -111,9 +111,7 @@ def test_the_files_are_what_make_intree_writes_from_the_default_render(default_r
     assert sorted(written) == ["mutation.yaml", "policy.json", "validation.yaml"]
     for name, text in written.items():
         assert (CHART / "files" / "intree" / name).read_text(encoding="utf-8") == text, f"run make intree ({name})"
-    assert json.loads(written["policy.json"]) == {
-        k: v for k, v in yaml.safe_load(_policy_text(default_render)).items()
-        if k not in NOT_EXPORTED}
+    assert json.loads(written["policy.json"]) == exported_from(yaml.safe_load(_policy_text(default_render)))
 
 
 @pytest.mark.parametrize("values", [
@@ -121,6 +119,9 @@ def test_the_files_are_what_make_intree_writes_from_the_default_render(default_r
     pytest.param({"policy": {"namespaceOverrides": [{"namespaces": ["ml"], "mode": "dry-run"}]}}, id="an-override"),
     pytest.param({"policy": {"exceptions": [{"name": "ci", "namespaces": ["ci"], "rules": ["run-as-root"]}]}},
                  id="an-exception"),
+    pytest.param({"policy": {"language": "ja"}}, id="the-language"),
+    pytest.param({"policy": {"namespaceOverrides": [{"namespaces": ["ml"], "language": "ja"}]}},
+                 id="a-namespace-language"),
 ])
 @pytest.mark.parametrize("in_tree", [{"validation": True}, {"mutation": True}], ids=["validation", "mutation"])
 def test_in_tree_is_refused_for_a_policy_other_than_the_exported_one(render, values, in_tree):
@@ -134,7 +135,7 @@ def test_in_tree_is_refused_for_a_policy_other_than_the_exported_one(render, val
 
 @pytest.mark.parametrize("values", [
     pytest.param({"lookups": {"nodes": True, "resourceSlices": True}}, id="lookups"),
-    pytest.param({"policy": {"language": "ja"}}, id="language"),
+    pytest.param({"policy": {"language": "en"}}, id="the-default-language-said"),
 ])
 def test_in_tree_takes_what_the_export_does_not_read(render, values):
     rendered = render({**values, "inTree": {"validation": True}})
@@ -200,6 +201,7 @@ def test_a_releases_own_export_installs_and_equals_export_of_its_rendered_policy
     pytest.param({"mode": "audit"}, id="the-mode"),
     pytest.param({"policy": {**CUSTOM_POLICY, "exceptions": []}}, id="an-exception-dropped"),
     pytest.param({"policy": {**CUSTOM_POLICY, "namespaceOverrides": []}}, id="an-override-dropped"),
+    pytest.param({"policy": {**CUSTOM_POLICY, "language": "ja"}}, id="the-language"),
 ])
 @pytest.mark.parametrize("in_tree", [{"validation": True}, {"mutation": True}], ids=["validation", "mutation"])
 def test_a_stale_export_is_refused(render, tmp_path, change, in_tree):
@@ -214,7 +216,7 @@ def test_a_stale_export_is_refused(render, tmp_path, change, in_tree):
 
 @pytest.mark.parametrize("change", [
     pytest.param({"lookups": {"nodes": True, "resourceSlices": True}}, id="lookups"),
-    pytest.param({"policy": {**CUSTOM_POLICY, "language": "ja"}}, id="language"),
+    pytest.param({"policy": {**CUSTOM_POLICY, "language": "en"}}, id="the-default-language-said"),
 ])
 def test_an_export_is_not_stale_for_what_the_export_does_not_read(render, tmp_path, change):
     exported = _export_chart_values(tmp_path, render(OWN_POLICY).policy_text())

@@ -12,7 +12,7 @@ import yaml
 from webhook.cli.main import main
 from webhook.config import default_policy, load_layers, parse_policy
 from webhook.config.load import DEFAULT_PATH
-from webhook.intree.chart import NOT_EXPORTED
+from webhook.intree.chart import exported_from
 from webhook.intree.drift import drift
 from webhook.intree.export import export
 from webhook.intree.mutations import export_mutations
@@ -106,14 +106,14 @@ def test_chart_values_carry_the_export_and_the_policy_it_was_exported_from(tmp_p
                          "--kubernetes-version", "1.34")
     assert code == 0 and text.startswith("# gpu-admission export --chart-values")
     exported = yaml.safe_load(text)["inTree"]["exported"]
-    policy = load_layers(sets=["rules.run-as-root=warn"])
+    policy = load_layers(sets=["rules.run-as-root=warn", "language=ja"])
     assert exported["validation"] == export(policy)
     assert exported["mutation"] == export_mutations(policy, (1, 34))
     assert exported["kubernetesVersion"] == "1.34" and exported["serviceNamespace"] == policy.service_namespace
-    document = merged_document(sets=["rules.run-as-root=warn"])
-    assert exported["policy"] == {k: v for k, v in document.items()
-                                  if k not in NOT_EXPORTED}
-    assert exported["policy"]["rules"]["run-as-root"] == "warn"
+    document = merged_document(sets=["rules.run-as-root=warn", "language=ja"])
+    assert exported["policy"] == exported_from(document)
+    assert exported["policy"]["rules"]["run-as-root"] == "warn" and exported["policy"]["language"] == "ja"
+    assert "serviceNamespace" not in exported["policy"]
 
 
 @pytest.mark.parametrize(("argv", "why"), [
@@ -122,6 +122,7 @@ def test_chart_values_carry_the_export_and_the_policy_it_was_exported_from(tmp_p
     pytest.param(("--chart-values", "--only", "validating"), "writes both halves", id="chart-values-only"),
     pytest.param(("--chart-values", "--check"), "writes both halves", id="chart-values-check"),
     pytest.param(("--chart-values", "-o", "json"), "YAML values file", id="chart-values-json"),
+    pytest.param(("--chart-values", "--lang", "ja"), "leave out --lang", id="chart-values-lang"),
 ])
 def test_options_that_contradict_each_other_are_usage_errors(argv, why):
     code, text, err = _run(*argv)
@@ -211,3 +212,35 @@ def test_drift(change, want):
     live = _live(objects)
     change(live)
     assert drift(objects, live) == want
+
+
+def _messages(text: str) -> list[str]:
+    return [v["messageExpression"] for d in json.loads(text)["items"] if d["kind"] == "ValidatingAdmissionPolicy"
+            for v in d["spec"]["validations"]]
+
+
+def test_messages_follow_the_policy_language_not_the_users_locale(monkeypatch):
+    """The in-tree messages are read by the cluster's users: the policy's `language` (or --lang) decides,
+    not the locale of whoever runs export (export --check would otherwise report drift by who runs it)."""
+    code, english, _ = _run("-o", "json")
+    assert code == 0 and _messages(english)
+    assert not any("対処" in m or "/docs/rules/ja/" in m for m in _messages(english))
+    code, japanese, _ = _run("-o", "json", "--set", "language=ja")
+    assert code == 0
+    assert all("。対処: " in m and "/docs/rules/ja/" in m and "request.namespace in" not in m
+               for m in _messages(japanese))
+    monkeypatch.setenv("LANG", "ja_JP.UTF-8")
+    assert _run("-o", "json") == (0, english, "")
+    assert _run("-o", "json", "--lang", "ja") == (0, japanese, "")
+
+
+def test_a_namespace_of_another_language_picks_its_messages_by_namespace():
+    code, text, _ = _run("-o", "json", "--set", "namespaceOverrides=[{namespaces: [ml-ja, ai-ja], language: ja}]")
+    assert code == 0
+    messages = _messages(text)
+    assert messages and all(m.startswith('request.namespace in ["ai-ja", "ml-ja"] ? ') for m in messages)
+    # one Japanese line for those namespaces, the English one for every other
+    assert all(m.count("。対処: ") == 1 and m.count("/docs/rules/ja/") == 1 and m.count("; ") >= 1 for m in messages)
+    # a namespace override of the policy's own language writes one language only
+    code, same, _ = _run("-o", "json", "--set", "namespaceOverrides=[{namespaces: [ml], language: en}]")
+    assert code == 0 and not any("request.namespace in" in m or "対処" in m for m in _messages(same))

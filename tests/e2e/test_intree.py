@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import yaml
 
-from tests.e2e.conftest import CLI, LOOKUPS, REPO, wait_for
+from tests.e2e.conftest import CLI, GOLDEN, LOOKUPS, REPO, wait_for
 from tests.e2e.test_parity import MANIFESTS, RULE, namespaces_of, observed
 from webhook.intree.rules import EXPORTED as EXPORTED_RULES
 from webhook.objects.kinds import POD_BEARING
@@ -44,7 +44,11 @@ def in_tree(cluster, kubectl):
 
 
 def test_exported_policies_type_check_without_warnings(in_tree, kubectl):
-    names = [o["metadata"]["name"] for o in in_tree if o["kind"] == "ValidatingAdmissionPolicy"]
+    _type_check_without_warnings(in_tree, kubectl)
+
+
+def _type_check_without_warnings(objects: list[dict], kubectl) -> None:
+    names = [o["metadata"]["name"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
     assert names
 
     def checked():
@@ -185,13 +189,18 @@ def _crowded_pod() -> dict:
                      "volumes": [{"name": f"v{j}", "hostPath": {"path": f"/data/{j}"}} for j in range(20)]}}
 
 
-def test_largest_pods_are_evaluated_within_the_cost_budgets(cluster, kubectl):
+@pytest.mark.parametrize("language", [
+    pytest.param([], id="english"),
+    # the messages in two languages, picked by namespace: the crowded pod's is the Japanese one
+    pytest.param(["--set", "namespaceOverrides=[{namespaces: [default], language: ja}]"], id="japanese-override"),
+])
+def test_largest_pods_are_evaluated_within_the_cost_budgets(cluster, kubectl, language):
     """With failurePolicy Fail (onError: deny), a CEL cost or evaluation error would deny with the
     apiserver's own message: the largest pod-bearing objects of the corpus, and a crowded pod, are decided by
     the rules' messages only."""
     strict = [f"rules.{r}={{action: enforce, onError: deny}}"
               for r in ("visible-devices-override", "device-access-bypass", "run-as-root", "runtime-class-conflict")]
-    objects = export(*(a for s in strict for a in ("--set", s)))
+    objects = export(*(a for s in strict for a in ("--set", s)), *language)
     assert {o["spec"]["failurePolicy"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"} == {"Fail"}
     kubectl.apply(yaml.safe_dump_all(objects))
     try:
@@ -204,6 +213,53 @@ def test_largest_pods_are_evaluated_within_the_cost_budgets(cluster, kubectl):
                 "[device-access-bypass]" in result.stderr or "gpu-admission" in result.stderr, result.stderr
         crowded = kubectl.create(_crowded_pod(), "--dry-run=server", check=False)
         assert "spec.containers[39].env[200]" in crowded.stderr, crowded.stderr
+        assert ("。対処: " in crowded.stderr) == bool(language), crowded.stderr
+    finally:
+        kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "-l",
+                    "app.kubernetes.io/managed-by=gpu-admission", "--wait=true", check=False)
+
+
+# ------------------------------------------------------------------------------------------------ language
+
+def _gpu_pod(namespace: str, name: str, env: list[dict]) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"containers": [{"name": "cuda", "image": "nvcr.io/nvidia/cuda:12.4.0-base-ubuntu22.04",
+                                     "env": env, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def test_a_japanese_in_tree_denial_as_kubectl_prints_it(cluster, kubectl, tmp_path, golden):
+    """A namespace whose messages the policy gives in Japanese (namespaceOverrides[].language): the exported
+    policy's denial, by the real apiserver alone, is the webhook's Japanese line (tests/golden/e2e/
+    denial-visible-devices-ja.txt has the webhook's); the same policy object speaks English in another
+    namespace, and the benign twin is created without a word."""
+    ja, en = cluster.namespace("ml-intree-ja"), cluster.namespace("ml-intree-en")
+    objects = export("--set", f"namespaceOverrides=[{{namespaces: [{ja}], language: ja}}]")
+    kubectl.apply(yaml.safe_dump_all(objects))
+    try:
+        _type_check_without_warnings(objects, kubectl)
+        wait_for(lambda: _in_tree_answers(kubectl), "the in-tree policies to answer")
+        override = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+        results = {}
+        for namespace in (ja, en):
+            (tmp_path / namespace).mkdir()
+            path = tmp_path / namespace / "pod.yaml"
+            path.write_text(yaml.safe_dump(_gpu_pod(namespace, "cuda", override)))
+            results[namespace] = kubectl.apply_file(path)
+            assert results[namespace].returncode == 1 and results[namespace].stdout == ""
+        golden(results[ja].stderr, "denial-in-tree-visible-devices-ja")
+        golden(results[en].stderr, "denial-in-tree-visible-devices")
+        for namespace, webhooks in ((ja, "denial-visible-devices-ja"), (en, "denial-visible-devices")):
+            # the webhook's line for the same pod (tests/e2e/test_kubectl.py, namespace ml-golden[-ja])
+            line = (GOLDEN / f"{webhooks}.txt").read_text(encoding="utf-8").split("denied the request: ", 1)[1]
+            expected = re.sub(r'^pod "ml-golden(-ja)?/', f'pod "{namespace}/', line)
+            assert results[namespace].stderr.split("denied request: ", 1)[1] == expected
+        assert "ValidatingAdmissionPolicy 'gpu-admission.visible-devices-override.pods'" in results[ja].stderr
+        assert "。対処: " in results[ja].stderr and "/docs/rules/ja/visible-devices-override.md" in results[ja].stderr
+        assert "対処" not in results[en].stderr and "/docs/rules/visible-devices-override.md" in results[en].stderr
+        twin = tmp_path / "twin.yaml"
+        twin.write_text(yaml.safe_dump(_gpu_pod(ja, "cuda-twin", [{"name": "MODEL_DIR", "value": "/models"}])))
+        created = kubectl.apply_file(twin, "--dry-run=server")
+        assert (created.returncode, created.stderr) == (0, ""), created.stderr
     finally:
         kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "-l",
                     "app.kubernetes.io/managed-by=gpu-admission", "--wait=true", check=False)

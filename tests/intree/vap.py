@@ -5,8 +5,10 @@ matchConditions, variables, validations and messageExpressions, evaluated with c
 webhook/objects/selectors.py uses. It replaces the real plugin in unit tests; tests/e2e/test_intree.py runs
 the real one. `JSONPatch{op: ..., path: ..., value: ...}` objects are evaluated as maps and applied with
 the jsonpatch library (RFC 6902, as the apiserver's patcher). What it adds to the runtime is what the
-Kubernetes CEL library gives: `indexOf` of its list library, and its quantity library as
-webhook/objects/selectors.py declares it."""
+Kubernetes CEL library gives: `indexOf` of its list library, its quantity library as
+webhook/objects/selectors.py declares it, and `join` of the CEL strings extension that the apiserver's
+environment includes (declared here: the extension's own `indexOf` of strings would clash with the list
+library's)."""
 from __future__ import annotations
 
 import copy
@@ -34,8 +36,11 @@ def _env():
     index_of = cel.FunctionDecl("indexOf", [
         cel.Overload("list_indexOf_bool", T.INT, [T.List(T.BOOL), T.BOOL], is_member=True, impl=_index_of),
         cel.Overload("list_indexOf_string", T.INT, [T.List(T.STRING), T.STRING], is_member=True, impl=_index_of)])
+    join = cel.FunctionDecl("join", [
+        cel.Overload("list_join_string", T.STRING, [T.List(T.STRING), T.STRING], is_member=True,
+                     impl=lambda values, sep: sep.join(values))])
     return cel.NewEnv(variables={"object": T.DYN, "request": T.DYN, "variables": T.DYN},
-                      functions=[index_of, *quantity_functions()])
+                      functions=[index_of, join, *quantity_functions()])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -62,7 +67,8 @@ _VARIABLE = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
 
 def _inline(expression: str, variables: dict[str, str]) -> str:
     """The expression with each variable replaced by its own (pure) expression: the same value as the
-    apiserver's lazily evaluated, cached variables."""
+    apiserver's lazily evaluated, cached variables (for the mutating policies' JSONPatch expressions, whose
+    result is read as plain values)."""
     return _VARIABLE.sub(lambda m: f"({variables[m.group(1)]})", expression)
 
 
@@ -95,15 +101,25 @@ def admit(objects: list[dict], obj: dict, request: dict) -> list[Decision]:
         policy = policies[binding["spec"]["policyName"]]
         if not _namespace_matches(binding, request["namespace"]) or not matched(policy, obj, request):
             continue
-        data = {"object": obj, "request": request, "variables": {}}
-        variables: dict[str, str] = {}
-        for v in policy["spec"].get("variables", []):
-            variables[v["name"]] = _inline(v["expression"], variables)
+        data = _with_variables(policy, {"object": obj, "request": request, "variables": {}})
         for check in policy["spec"]["validations"]:
-            if value(_inline(check["expression"], variables), data) is not True:
+            if value(check["expression"], data) is not True:
                 out.append(Decision(policy["metadata"]["name"], tuple(binding["spec"]["validationActions"]),
-                                    value(_inline(check["messageExpression"], variables), data)))
+                                    value(check["messageExpression"], data)))
     return out
+
+
+def _with_variables(policy: dict, data: dict) -> dict:
+    """`data` with the policy's variables, in order, each of those before it. The apiserver evaluates a
+    variable when an expression first reads it: one whose evaluation fails (a message's position of a
+    finding the object does not have) is left out here, so that reading it fails as it does there."""
+    variables: dict = {}
+    for v in policy["spec"].get("variables", []):
+        try:
+            variables[v["name"]] = value(v["expression"], {**data, "variables": variables}, plain=True)
+        except AssertionError:
+            continue
+    return {**data, "variables": variables}
 
 
 _JSONPATCH = re.compile(r'JSONPatch\{op: ("[a-z]+"), path: ')

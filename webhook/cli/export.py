@@ -43,7 +43,7 @@ def register(sub) -> None:
         "cluster's own version and discovery say: exit 1 when one is missing, differs or is left over, or when "
         "the policy exports mutations that the cluster cannot run (no MutatingAdmissionPolicy API served in that "
         "version, or its feature gate off), 0 when they are equal, 2 on usage, configuration or cluster errors.")
-    add_policy_options(p)
+    add_policy_options(p, read_locale=False)
     p.add_argument("--output", "-o", choices=("yaml", "json"), default="yaml", help="yaml (default) or json (a List)")
     p.add_argument("--kubernetes-version", metavar="1.MINOR", type=_version, default=None,
                    help=f"the cluster's version (default {NEWEST[0]}.{NEWEST[1]}; --check reads the cluster's own "
@@ -77,7 +77,7 @@ def run(args) -> int:
     usage = _usage(args)
     if usage:
         return fail(usage)
-    policy = load_policy_or_exit(args)
+    policy = load_policy_or_exit(args, read_locale=False)
     if policy is None:
         return EXIT_ERROR
     if args.check:
@@ -106,6 +106,9 @@ def _usage(args) -> str | None:
         return "--check reads the cluster's version; --kubernetes-version is for printing without a cluster"
     if args.chart_values and (args.check or args.only):
         return "--chart-values writes both halves of the export for the chart; it takes neither --check nor --only"
+    if args.chart_values and getattr(args, "lang", None):
+        return ("--chart-values writes the messages in the language of the policy the release runs; leave out "
+                "--lang (set the policy's `language` instead)")
     if args.chart_values and args.output == "json":
         return "--chart-values writes a YAML values file; leave out -o json"
     return None

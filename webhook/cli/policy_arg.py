@@ -15,7 +15,8 @@ from webhook.locale import LANGUAGES, from_environment
 __all__ = ["EXIT_DENIED", "EXIT_ERROR", "EXIT_OK", "add_policy_options", "cli_language", "load_policy_or_exit"]
 
 
-def add_policy_options(parser: argparse.ArgumentParser) -> None:
+def add_policy_options(parser: argparse.ArgumentParser, read_locale: bool = True) -> None:
+    """The options; `read_locale` as load_policy_or_exit's (the --lang help says which)."""
     parser.add_argument("--config", metavar="FILE", action="append", default=[],
                         help="policy overlay YAML, merged over the shipped default as the Helm chart merges its "
                         "policy value (maps merged, lists replaced, null drops a key); repeatable, later files win")
@@ -28,12 +29,17 @@ def add_policy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", choices=LANGUAGES, default=None,
                         help="language of the messages and reports; without it LANGUAGE, LC_ALL, LC_MESSAGES or LANG "
                         "(the first set, as gettext reads them) decides, and where that names no language of ours "
-                        "(C, POSIX) the policy's `language` does")
+                        "(C, POSIX) the policy's `language` does" if read_locale else
+                        "language of every message the exported objects write; without it the policy's `language` "
+                        "and its namespace overrides' decide (never the locale: the messages are for the "
+                        "cluster's users)")
 
 
-def load_policy_or_exit(args) -> Policy | None:
+def load_policy_or_exit(args, read_locale: bool = True) -> Policy | None:
     """The policy as the command evaluates it: the webhook's `inTree` setting is dropped, because no apiserver
-    runs the in-tree policies for a command (`check` and `audit` report every rule themselves)."""
+    runs the in-tree policies for a command (`check` and `audit` report every rule themselves). Without
+    `read_locale` only --lang changes the messages' language, not the user's locale (`export` writes
+    messages for the cluster's users, in the policy's languages)."""
     try:
         policy = load_layers(args.config, args.set_values, base=args.base)
     except ConfigError as exc:
@@ -42,7 +48,7 @@ def load_policy_or_exit(args) -> Policy | None:
         return None
     if policy.in_tree != InTree():
         policy = dataclasses.replace(policy, in_tree=InTree())
-    language = cli_language(args)
+    language = cli_language(args, None if read_locale else {})
     return policy.in_language(language) if language else policy
 
 

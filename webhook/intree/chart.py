@@ -13,14 +13,14 @@ from webhook.intree.export import export
 from webhook.intree.mutations import export_mutations
 
 # What the export does not read, or reads from the release rather than from the policy: the service's own
-# namespace (the chart puts the release's in the bindings), the lookups, the webhook's inTree setting and
-# the messages' language. templates/intree.yaml drops the same keys before comparing.
-NOT_EXPORTED = ("serviceNamespace", "lookups", "inTree", "language")
+# namespace (the chart puts the release's in the bindings), the lookups and the webhook's inTree setting.
+# templates/intree.yaml drops the same keys before comparing, and `language` where it is the default (en).
+NOT_EXPORTED = ("serviceNamespace", "lookups", "inTree")
 
 
 def exported_from(document: dict[str, Any]) -> dict[str, Any]:
     """The part of a policy document the export reads, as the chart compares it."""
-    return {k: v for k, v in document.items() if k not in NOT_EXPORTED}
+    return {k: v for k, v in document.items() if k not in NOT_EXPORTED and not (k == "language" and v == "en")}
 
 
 def chart_values(document: dict[str, Any], policy: Policy, kubernetes: tuple[int, int]) -> dict[str, Any]:

@@ -1,17 +1,18 @@
 """Which objects the in-tree policies decide for a rule: the same predicate in Python (the engine skips the
 rule there, webhook/policy/engine.py) and in CEL (the policy's matchConditions). Outside it, a rule's verdict
-needs what CEL cannot do (a lookup, a path as the host resolves it, the pod's GPU allocation), and the
-webhook keeps the rule."""
+or its message needs what CEL cannot do (a lookup, a path as the host resolves it, the pod's GPU
+allocation), and the webhook keeps the rule."""
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
 
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
-from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.access import as_dict, as_list, as_str, quantity
 from webhook.objects.kinds import BY_KIND
 from webhook.objects.podspec import PodView, view_of
 from webhook.policy.cohorts import from_selectors
+from webhook.policy.gpu import is_gpu_resource
 from webhook.rules import Rule
 
 HIDDEN = "void"  # hide-gpus's value: an override or not depending on the container's GPUs
@@ -35,7 +36,27 @@ def _visible_devices(view: PodView, policy: Policy) -> bool:
         for env in c.env:
             if type(env) is dict and env.get("name") == "NVIDIA_VISIBLE_DEVICES" and env.get("value") == HIDDEN:
                 return False
-    return True
+    return _asks_gpus_plainly(view)
+
+
+def asked(view: PodView, gpu: bool) -> bool:
+    """Some container asks for more than 0 of an extended resource (gpu: of one named as the device
+    plugin's GPUs), as gpu.analyse counts them: its limits, or requests the limits do not name."""
+    for c in view.containers:
+        limits, requests = as_dict(c.resources.get("limits")), as_dict(c.resources.get("requests"))
+        for section, values in (("limits", limits), ("requests", requests)):
+            for name, value in values.items():
+                if type(name) is not str or "/" not in name or (section == "requests" and name in limits):
+                    continue
+                if is_gpu_resource(name) == gpu and (quantity(value) or 0) > 0:
+                    return True
+    return False
+
+
+def _asks_gpus_plainly(view: PodView) -> bool:
+    """Whether the pod asks for GPUs is known without a lookup (the message says which): it names a GPU
+    resource, or it has no claim and no other extended resource, either of which a DeviceClass may serve."""
+    return asked(view, True) or not (as_list(view.spec.get("resourceClaims")) or asked(view, False))
 
 
 def _device_access(view: PodView, policy: Policy) -> bool:

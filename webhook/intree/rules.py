@@ -1,6 +1,10 @@
 """The exported rules: for each, its coverage (coverage.py's predicate, in CEL) and its validations, each
-an expression that is true when the object passes and a messageExpression in the one-line shape of
-docs/DESIGN section 10 (`<object>: <what, with field path>: <why>; <fix> [<rule>] <docs link>`)."""
+an expression that is true when the object passes and a messageExpression: the engine's line for the
+finding (webhook/policy/messages.py, `<object>: <what, with field path>: <why>; <fix> [<rule>] <docs link>`),
+made of the check's own catalogue texts by webhook/intree/text.py, in the namespace's language. The
+engine's line also escapes unsafe characters (webhook/text.py); the values these lines quote cannot hold
+one where the apiserver validates them (names, keys, environment variable names) or the coverage does
+(host paths), so the lines are equal without it."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -11,15 +15,16 @@ from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.intree.cel import any_of, lit, strings
 from webhook.intree.coverage import DEVICE_LIST_MARK, DOTS, HIDDEN, PLAIN_PATH, pinnable
 from webhook.intree.shapes import Shape
+from webhook.intree.text import Cel, If, Msg, Piece, line, msg
 from webhook.objects.annotations import ANNOTATION_PREFIXES
+from webhook.objects.podspec import SECTIONS, SIDECAR
 from webhook.policy.checks import device_access_bypass as dab
+from webhook.policy.checks import run_as_root as rar
+from webhook.policy.checks import runtime_class_conflict as rcc
 from webhook.policy.checks import visible_devices_override as vdo
 from webhook.policy.gpu import GPU_RESOURCE_PREFIXES
-from webhook.policy.messages import render
+from webhook.policy.messages import CONTAINER_WORDS, WHO, T, Text
 from webhook.rules import Rule
-
-SECTIONS = (("containers", "container"), ("initContainers", "init container"),
-            ("ephemeralContainers", "ephemeral container"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +33,12 @@ class Validation:
     message: str  # a CEL string
 
 
-def _word(section: str, word: str, c: str) -> str:
-    if section == "initContainers":  # a restartable init container runs beside the main ones
-        return f"(has({c}.restartPolicy) && {c}.restartPolicy == 'Always' ? 'sidecar container' : 'init container')"
-    return lit(word)
+def _who(section: str, word: str, c: str) -> Msg:
+    """messages.who of the container `c` of `section`: a restartable init container is a sidecar."""
+    words: Piece = CONTAINER_WORDS[word]
+    if section == "initContainers":
+        words = If(f"has({c}.restartPolicy) && {c}.restartPolicy == 'Always'", CONTAINER_WORDS[SIDECAR], words)
+    return msg(WHO, word=words, name=Cel(f"{c}.name"))
 
 
 def _sections(spec: str, predicate: Callable[[str], str]) -> str:
@@ -39,8 +46,9 @@ def _sections(spec: str, predicate: Callable[[str], str]) -> str:
     return any_of(f"has({spec}.{s}) && {spec}.{s}.exists(c, {predicate('c')})" for s, _ in SECTIONS)
 
 
-def _tail(policy: Policy, rule: Rule, why: str, fix: str) -> str:
-    return lit(f": {why}; {fix} [{rule.value}] {policy.docs_url(rule)}")
+def _or(value: str, default: str) -> str:
+    """CEL: the string field `value`, or `default` where it is absent or empty (the engine's `or`)."""
+    return f"(has({value}) && {value} != '' ? {value} : {lit(default)})"
 
 
 def pin(cohort: Cohort, spec: str, policy: Policy) -> str:
@@ -64,7 +72,8 @@ def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
     if rule is Rule.VISIBLE_DEVICES_OVERRIDE:
         return "!(" + _sections(s, lambda c: (
             f"(has({c}.envFrom) && size({c}.envFrom) > 0) || (has({c}.env) && {c}.env.exists(e, "
-            f"e.name == 'NVIDIA_VISIBLE_DEVICES' && has(e.value) && e.value == {lit(HIDDEN)}))")) + ")"
+            f"e.name == 'NVIDIA_VISIBLE_DEVICES' && has(e.value) && e.value == {lit(HIDDEN)}))")) + \
+            f") && ({_asks_gpus_plainly(s)})"
     if rule is Rule.DEVICE_ACCESS_BYPASS:
         containers = _sections(s, lambda c: (
             f"(has({c}.securityContext) && has({c}.securityContext.privileged) && {c}.securityContext.privileged) || "
@@ -77,61 +86,38 @@ def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
     raise KeyError(rule)
 
 
+def _asks(spec: str, gpu: bool) -> str:
+    """CEL: coverage.asked(...): some container asks for more than 0 of an extended resource (gpu: of one
+    named as the device plugin's GPUs), in its limits or in requests the limits do not name."""
+    names = " || ".join(f"k.startsWith({lit(p)})" for p in GPU_RESOURCE_PREFIXES)
+    name = f"({names})" if gpu else f"k.contains('/') && !({names})"
+    positive = "quantity({m}[k]).isGreaterThan(quantity('0'))"
+    limits = (f"has(c.resources.limits) && c.resources.limits.exists(k, {name} && "
+              f"{positive.format(m='c.resources.limits')})")
+    requests = (f"has(c.resources.requests) && c.resources.requests.exists(k, {name} && "
+                "!(has(c.resources.limits) && k in c.resources.limits) && "
+                f"{positive.format(m='c.resources.requests')})")
+    return _sections(spec, lambda c: f"has(c.resources) && (({limits}) || ({requests}))")
+
+
+def _asks_gpus_plainly(spec: str) -> str:
+    """CEL: coverage._asks_gpus_plainly(...)."""
+    return (f"({_asks(spec, True)}) || !((has({spec}.resourceClaims) && size({spec}.resourceClaims) > 0) || "
+            f"({_asks(spec, False)}))")
+
+
+def _device_plugin_gpu(spec: str) -> str:
+    """CEL: some container asks for a device plugin's GPU resource (gpu.analyse under a device-plugin cohort)."""
+    return _asks(spec, True)
+
+
 def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
     """The rule's variables (beyond `spec` and `subject`) and validations. Variables are evaluated only when
     read: the positions the messages name cost nothing for an object that passes."""
-    s = "variables.spec"
-    head = "variables.subject + ': ' + "
     if rule is Rule.VISIBLE_DEVICES_OVERRIDE:
-        variables = [{"name": "names", "expression": strings(policy.visible_device_variables)}]
-        out = []
-        for section, word in SECTIONS:
-            has_var = "has(c.env) && c.env.exists(e, e.name in variables.names)"
-            variables.append({"name": section, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, {has_var})"
-                                                             ".indexOf(true) : -1"})
-            i = f"variables.{section}"
-            c = f"{s}.{section}[{i}]"
-            j = f"{c}.env.map(e, e.name in variables.names).indexOf(true)"
-            e = f"{c}.env[{j}]"
-            path = f"{lit(shape.prefix + '.' + section + '[')} + string({i}) + '].env[' + string({j}) + ']'"
-            out.append(Validation(
-                f"{i} < 0",
-                f"{head}{_word(section, word, c)} + ' \"' + {c}.name + '\" sets ' + {e}.name + ' (' + {path} + ', ' + "
-                f"(has({e}.valueFrom) ? 'with valueFrom' : 'with a literal value') + ')' + "
-                f"{lit(': ' + render(vdo.WHY) + '; remove ')} + {e}.name + "
-                + lit(f" and ask for GPUs with resources.limits or a ResourceClaim [{rule.value}] "
-                      f"{policy.docs_url(rule)}")))
-        return variables, out
+        return _visible_devices_override(shape, policy)
     if rule is Rule.DEVICE_ACCESS_BYPASS:
-        exposes = any_of([f"v.hostPath.path.startsWith({lit(p)})" for p in dab.DEVICE_PATHS]
-                         + [f"{lit(p)}.startsWith(v.hostPath.path + '/')" for p in dab.DEVICE_PATHS])
-        prefixes = any_of(f"k.startsWith({lit(p)})" for p in ANNOTATION_PREFIXES)
-        meta = shape.meta
-        variables = [
-            {"name": "volume", "expression": f"has({s}.volumes) ? {s}.volumes.map(v, has(v.hostPath) && ({exposes}))"
-                                             ".indexOf(true) : -1"},
-            {"name": "annotations", "expression": f"{shape.meta_has('annotations')} ? "
-                                                  f"{meta}.annotations.filter(k, {prefixes}) : []"},
-        ]
-        v = f"{s}.volumes[variables.volume]"
-        meta_path = "metadata" if shape.meta == "object.metadata" else shape.prefix[: -len(".spec")] + ".metadata"
-        key = "variables.annotations[0]"
-        return variables, [
-            Validation(
-                "variables.volume < 0",
-                f"{head}'volume \"' + {v}.name + '\" mounts the host path ' + {v}.hostPath.path + ' (' + "
-                f"{lit(shape.prefix + '.volumes[')} + string(variables.volume) + '].hostPath.path)' + "
-                + _tail(policy, rule,
-                        "GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation",
-                        "remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")),
-            Validation(
-                "size(variables.annotations) == 0",
-                f"{head}'annotation ' + {key} + ' ({meta_path}.annotations[\"' + {key} + '\"]) "
-                "asks the runtime for CDI "
-                "devices' + "
-                + _tail(policy, rule, "CDI/NRI device annotations inject devices without allocation",
-                        "remove the annotation")),
-        ]
+        return _device_access_bypass(shape, policy)
     if rule is Rule.RUN_AS_ROOT:
         return _run_as_root(shape, policy)
     if rule is Rule.RUNTIME_CLASS_CONFLICT:
@@ -139,20 +125,75 @@ def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str
     raise KeyError(rule)
 
 
-def _gpu_name(k: str) -> str:
-    return " || ".join(f"{k}.startsWith({lit(p)})" for p in GPU_RESOURCE_PREFIXES)
+def _source(e: str) -> Piece:
+    """visible_devices_override._source of the variable `e`: where its value comes from."""
+    value_from = f"{e}.valueFrom"
+    how: Piece = If(f"has({value_from}.fieldRef) || has({value_from}.resourceFieldRef)", vdo.FROM_FIELD,
+                    vdo.WITH_VALUE_FROM)
+    for field, kind in reversed(vdo.KEY_REFS):
+        ref = f"{value_from}.{field}"
+        how = If(f"has({ref})", msg(vdo.FROM_KEY, key=Cel(_or(f"{ref}.key", "?")), kind=kind,
+                                    name=Cel(_or(f"{ref}.name", "?"))), how)
+    return If(f"has({value_from})", how, vdo.LITERAL)
 
 
-def _device_plugin_gpu(spec: str) -> str:
-    """CEL: some container asks for more than 0 of a device plugin's GPU resource (gpu.analyse under a
-    device-plugin cohort: limits, or requests the limits do not name)."""
-    positive = "quantity({m}[k]).isGreaterThan(quantity('0'))"
-    limits = (f"has(c.resources.limits) && c.resources.limits.exists(k, ({_gpu_name('k')}) && "
-              f"{positive.format(m='c.resources.limits')})")
-    requests = (f"has(c.resources.requests) && c.resources.requests.exists(k, ({_gpu_name('k')}) && "
-                "!(has(c.resources.limits) && k in c.resources.limits) && "
-                f"{positive.format(m='c.resources.requests')})")
-    return _sections(spec, lambda c: f"has(c.resources) && (({limits}) || ({requests}))")
+def _visible_devices_override(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    s = "variables.spec"
+    rule = Rule.VISIBLE_DEVICES_OVERRIDE
+    variables: list[dict[str, Any]] = [{"name": "names", "expression": strings(policy.visible_device_variables)},
+                                       {"name": "gpu", "expression": _asks(s, True)}]
+    why = If("variables.gpu", vdo.WHY, vdo.WHY_NO_GPU)  # the coverage leaves no other case (coverage.py)
+    out = []
+    for section, word in SECTIONS:
+        has_var = "has(c.env) && c.env.exists(e, e.name in variables.names)"
+        variables.append({"name": section, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, {has_var})"
+                                                         ".indexOf(true) : -1"})
+        i = f"variables.{section}"
+        c = f"{s}.{section}[{i}]"
+        j = f"{c}.env.map(e, e.name in variables.names).indexOf(true)"
+        e = f"{c}.env[{j}]"
+        path = Cel(f"{lit(shape.prefix + '.' + section + '[')} + string({i}) + '].env[' + string({j}) + ']'")
+        name = Cel(f"{e}.name")
+        out.append(Validation(f"{i} < 0", line(
+            policy, rule, msg(vdo.SETS, container=_who(section, word, c), variable=name, path=path, how=_source(e)),
+            why, msg(vdo.FIX, variable=name))))
+    return variables, out
+
+
+def _device_access_bypass(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    s = "variables.spec"
+    rule = Rule.DEVICE_ACCESS_BYPASS
+    exposes = any_of([f"v.hostPath.path.startsWith({lit(p)})" for p in dab.DEVICE_PATHS]
+                     + [f"{lit(p)}.startsWith(v.hostPath.path + '/')" for p in dab.DEVICE_PATHS])
+    prefixes = any_of(f"k.startsWith({lit(p)})" for p in ANNOTATION_PREFIXES)
+    meta = shape.meta
+    variables = [
+        {"name": "volume", "expression": f"has({s}.volumes) ? {s}.volumes.map(v, has(v.hostPath) && ({exposes}))"
+                                         ".indexOf(true) : -1"},
+        {"name": "annotations", "expression": f"{shape.meta_has('annotations')} ? "
+                                              f"{meta}.annotations.filter(k, {prefixes}) : []"},
+    ]
+    v = f"{s}.volumes[variables.volume]"
+    host = f"{v}.hostPath.path"
+    # the sensitive paths below the mounted directory, as dab._resolved names them (a plain path, which the
+    # coverage leaves alone, resolves to itself)
+    listed = "[" + ", ".join(lit(p) for p in dab.DEVICE_PATHS) + "]"
+    variables.append({"name": "below", "expression": f"{listed}.filter(p, p.startsWith({host} + '/'))"
+                                                     ".map(p, p.endsWith('nvidia') ? p + '*' : p)"})
+    above = If("size(variables.below) > 0", msg(dab.ABOVE, paths=Cel("variables.below.join(', ')")), "")
+    meta_path = "metadata" if shape.meta == "object.metadata" else shape.prefix[: -len(".spec")] + ".metadata"
+    key = Cel("variables.annotations[0]")
+    return variables, [
+        Validation("variables.volume < 0", line(
+            policy, rule, msg(dab.VOLUME, volume=Cel(f"{v}.name"), host=Cel(host), path=Cel(
+                f"{lit(shape.prefix + '.volumes[')} + string(variables.volume) + '].hostPath.path'"),
+                resolved="", above=above),
+            dab.VOLUME_WHY, dab.VOLUME_FIX)),
+        Validation("size(variables.annotations) == 0", line(
+            policy, rule, msg(dab.ANNOTATION, key=key, path=Cel(
+                f"{lit(meta_path + '.annotations[' + chr(34))} + {key.expression} + '\"]'")),
+            dab.ANNOTATION_WHY, dab.ANNOTATION_FIX)),
+    ]
 
 
 def _runtime_class_conflict(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
@@ -165,68 +206,58 @@ def _runtime_class_conflict(shape: Shape, policy: Policy) -> tuple[list[dict[str
         if c.mechanism != DEVICE_PLUGIN:
             continue
         same = f" || {s}.runtimeClassName == {lit(c.runtime_class_name)}" if c.runtime_class_name else ""
-        why = (f'cohort "{c.name}" injects GPUs through the {c.runtime_class_name} RuntimeClass (its containerd '
-               "handler); another runtime starts the container without them")
-        fix = f"set runtimeClassName: {c.runtime_class_name}, or remove it and let the webhook set it"
+        runtime = str(c.runtime_class_name)
         out.append(Validation(
             f"!({pin(c, s, policy)}) || !has({s}.runtimeClassName){same} || !variables.gpu",
-            f"variables.subject + ': runtimeClassName is \"' + {s}.runtimeClassName + "
-            f"{lit(chr(34) + ' (' + path + ') in a device-plugin GPU pod')} + {_tail(policy, rule, why, fix)}"))
+            line(policy, rule, msg(rcc.WHAT, runtime=Cel(f"{s}.runtimeClassName"), path=path),
+                 T(rcc.WHY, cohort=c.name, runtime=runtime), T(rcc.FIX, runtime=runtime))))
     return variables, out
 
 
-def _contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str, str, str, str]]:
-    """(field, condition on the securityContext `sc`, what, fix): run_as_root._contradictions in CEL."""
+def _contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str, str, Piece, Text]]:
+    """(field, condition on the securityContext `sc`, the setting, fix): run_as_root._contradictions in CEL."""
     security = policy.security
-    out = []
+    out: list[tuple[str, str, Piece, Text]] = []
     if security.run_as_non_root:
         out.append(("runAsUser", f"has({sc}.runAsUser) && {sc}.runAsUser == 0", "runAsUser: 0",
-                    f"remove runAsUser or set {security.run_as_user}"))
+                    T(rar.FIX_USER, uid=str(security.run_as_user))))
         out.append(("runAsNonRoot", f"has({sc}.runAsNonRoot) && {sc}.runAsNonRoot == false", "runAsNonRoot: false",
-                    "remove runAsNonRoot: false"))
+                    rar.FIX_NON_ROOT))
     if container:
         if security.allow_privilege_escalation is False:
             out.append(("allowPrivilegeEscalation",
                         f"has({sc}.allowPrivilegeEscalation) && {sc}.allowPrivilegeEscalation == true",
-                        "allowPrivilegeEscalation: true", "set it to false"))
+                        "allowPrivilegeEscalation: true", rar.FIX_ESCALATION))
         if security.drop_capabilities:
-            out.append(("capabilities.add", f"has({sc}.capabilities) && has({sc}.capabilities.add) && "
-                                            f"size({sc}.capabilities.add) > 0", "", "remove the added capabilities"))
+            added = f"{sc}.capabilities.add"
+            out.append(("capabilities.add", f"has({sc}.capabilities) && has({added}) && size({added}) > 0",
+                        Cel(f"'capabilities.add: [' + {added}.join(', ') + ']'"), rar.FIX_CAPABILITIES))
     return out
 
 
 def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
     s = "variables.spec"
-    security = policy.security
+    rule = Rule.RUN_AS_ROOT
     chain = "".join(f"{pin(c, s, policy)} ? {lit(c.name)} : " for c in pinnable(policy)) + "''"
     variables: list[dict[str, Any]] = [{"name": "cohort", "expression": chain}]
-
-    def tail(fix: str) -> str:
-        why = (f'" run as non-root (UID {security.run_as_user}) without privilege escalation or added '
-               f"capabilities; {fix} [{Rule.RUN_AS_ROOT.value}] {policy.docs_url(Rule.RUN_AS_ROOT)}")
-        return "': workloads on GPU cohort \"' + variables.cohort + " + lit(why)
-
+    why = msg(rar.WHY, cohort=Cel("variables.cohort"), uid=str(policy.security.run_as_user))
     out = []
-    who = "the pod" if shape.meta == "object.metadata" else "the pod template"
-    for field, cond, what, fix in _contradictions(f"{s}.securityContext", False, policy):
+    subject = rar.THE_POD if shape.meta == "object.metadata" else rar.THE_TEMPLATE
+    for field, cond, setting, fix in _contradictions(f"{s}.securityContext", False, policy):
         path = f"{shape.prefix}.securityContext.{field}"
         out.append(Validation(f"!(has({s}.securityContext) && {cond})",
-                              f"variables.subject + {lit(': ' + who + ' sets ' + what + ' (' + path + ')')} + "
-                              f"{tail(fix)}"))
+                              line(policy, rule, msg(rar.SETS, who=subject, setting=setting, path=path), why, fix)))
     for section, word in SECTIONS:
-        for n, (field, cond, what, fix) in enumerate(_contradictions("c.securityContext", True, policy)):
+        for n, (field, cond, _, fix) in enumerate(_contradictions("c.securityContext", True, policy)):
             name = f"{section}{n}"
             variables.append({"name": name, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, "
                                                           f"has(c.securityContext) && {cond}).indexOf(true) : -1"})
             c = f"{s}.{section}[variables.{name}]"
-            added = f"{c}.securityContext.capabilities.add"
-            shown = (f"'capabilities.add: [' + {added}[0] + (size({added}) > 1 ? ', ...' : '') + ']'"
-                     if field == "capabilities.add" else lit(what))
-            out.append(Validation(
-                f"variables.{name} < 0",
-                f"variables.subject + ': ' + {_word(section, word, c)} + ' \"' + {c}.name + '\" sets ' + {shown} + "
-                f"' (' + {lit(shape.prefix + '.' + section + '[')} + string(variables.{name}) + "
-                f"{lit('].securityContext.' + field + ')')} + {tail(fix)}"))
+            setting = _contradictions(f"{c}.securityContext", True, policy)[n][2]
+            at = Cel(f"{lit(shape.prefix + '.' + section + '[')} + string(variables.{name}) + "
+                     f"{lit('].securityContext.' + field)}")
+            out.append(Validation(f"variables.{name} < 0", line(
+                policy, rule, msg(rar.SETS, who=_who(section, word, c), setting=setting, path=at), why, fix)))
     return variables, out
 
 

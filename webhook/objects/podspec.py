@@ -8,6 +8,7 @@ from typing import Any
 from webhook.objects.access import NO_DICT, NO_LIST, as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, KindInfo
 
+SIDECAR = "sidecar container"  # a restartable init container runs beside the main ones
 SECTIONS = (("containers", "container"), ("initContainers", "init container"),
             ("ephemeralContainers", "ephemeral container"))
 
@@ -91,7 +92,7 @@ def view_of(obj: dict[str, Any], info: KindInfo, namespace: str) -> PodView:
             if type(name) is not str or not name:
                 name = f"#{i}"
             if section == "initContainers" and c.get("restartPolicy") == "Always":
-                word = "sidecar container"  # a restartable init container runs beside the main ones
+                word = SIDECAR
             else:
                 word = plain
             get = c.get

@@ -89,12 +89,12 @@ def line(policy: Policy, rule: Rule, subject: str, what: Arg, why: Arg, fix: Arg
     apiserver drop the warning, a line separator would start a line that looks like another finding
     (webhook/text.py)."""
     tr = gettext_for(language)
-    template = tr(_LINE)
+    template = tr(LINE)
     return safe(template.format(subject=subject, what=_render(what, tr), why=_render(why, tr), fix=_render(fix, tr),
                                 rule=rule.value, docs=policy.docs_url(rule, language)))
 
 
-_LINE = N_("{subject}: {what}: {why}; {fix} [{rule}] {docs}")
+LINE = N_("{subject}: {what}: {why}; {fix} [{rule}] {docs}")
 _SETS = N_("{subject}: sets {path}: {what} [{rule}] {docs}")
 _WOULD_SET = N_("{subject}: would set {path}: {what} [{rule}] {docs}")
 
@@ -118,14 +118,16 @@ def quoted(values: Iterable[str]) -> list[str]:
 
 
 
-_CONTAINER_WORDS = {w: w for w in (N_("container"), N_("init container"), N_("sidecar container"),
-                                    N_("ephemeral container"))}
+# The words podspec labels containers with (SECTIONS, SIDECAR), as catalogue texts.
+CONTAINER_WORDS: Mapping[str, Text] = {w: Text(w) for w in (N_("container"), N_("init container"),
+                                                             N_("sidecar container"), N_("ephemeral container"))}
+WHO = N_('{word} "{name}"')
 
 
 def who(container: Container) -> Text:
     """A container as messages name it (its label, 'init container "warmup"'), in the message's language."""
     word = container.label[: -(len(container.name) + 3)]
-    return T('{word} "{name}"', word=Text(_CONTAINER_WORDS.get(word, word)), name=container.name)
+    return T(WHO, word=CONTAINER_WORDS.get(word) or Text(word), name=container.name)
 
 
 _LOOKUP_OFF = re.compile(r"lookups of (\S+) are off")

@@ -5,7 +5,7 @@ from webhook.objects.hostpaths import clean, exposes, host_path
 from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import Arg, T, who
+from webhook.policy.messages import N_, Arg, T, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -16,6 +16,15 @@ DEVICE_PATHS = ("/dev/nvidia", "/run/nvidia", "/var/lib/kubelet/device-plugins",
 # with this literal string asks for the device named by the rest (nvidia-container-toolkit,
 # internal/config/image/cuda_image.go, requestsFromMounts).
 DEVICE_LIST_DIR = "/var/run/nvidia-container-devices"
+# What a host path's and an annotation's findings say (webhook/intree/rules.py writes the same for the apiserver).
+VOLUME = N_('volume "{volume}" mounts the host path {host} ({path}){resolved}{above}')
+RESOLVED = N_(", which the host resolves to {path}")
+ABOVE = N_(", a directory above {paths}")
+VOLUME_WHY = T("GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation")
+VOLUME_FIX = T("remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")
+ANNOTATION = N_("annotation {key} ({path}) asks the runtime for CDI devices")
+ANNOTATION_WHY = T("CDI/NRI device annotations inject devices without allocation")
+ANNOTATION_FIX = T("remove the annotation")
 
 
 def device_host_path(path: str) -> bool:
@@ -53,11 +62,10 @@ def _resolved(host: str) -> tuple[Arg, Arg]:
     """What the host's kernel makes of the path, where that is not what it says, and which sensitive paths a
     directory above them hands over."""
     normal = host_path(host)
-    resolved: Arg = T(", which the host resolves to {path}", path=normal) \
+    resolved: Arg = T(RESOLVED, path=normal) \
         if normal.rstrip("/") != host.strip().rstrip("/") else ""
     below = [s for s in DEVICE_PATHS if s.startswith(normal.rstrip("/") + "/")]
-    above: Arg = T(", a directory above {paths}", paths=", ".join(s + "*" if s.endswith("nvidia") else s
-                                                                  for s in below)) if below else ""
+    above: Arg = T(ABOVE, paths=", ".join(s + "*" if s.endswith("nvidia") else s for s in below)) if below else ""
     return resolved, above
 
 
@@ -108,10 +116,10 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             resolved, above = _resolved(host)
             out.append(Finding(
                 path=path,
-                what=T('volume "{volume}" mounts the host path {host} ({path}){resolved}{above}',
-                       volume=as_str(vol.get("name")) or str(i), host=host, path=path, resolved=resolved, above=above),
-                why=T("GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation"),
-                fix=T("remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")))
+                what=T(VOLUME, volume=as_str(vol.get("name")) or str(i), host=host, path=path, resolved=resolved,
+                       above=above),
+                why=VOLUME_WHY,
+                fix=VOLUME_FIX))
     annotations = view.meta.get("annotations")
     cdi = [k for k in annotations if type(k) is str and k.startswith(ANNOTATION_PREFIXES)] \
         if type(annotations) is dict else ()
@@ -120,7 +128,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             path = f'{_meta_path(view)}.annotations["{key}"]'
             out.append(Finding(
                 path=path,
-                what=T("annotation {key} ({path}) asks the runtime for CDI devices", key=key, path=path),
-                why=T("CDI/NRI device annotations inject devices without allocation"),
-                fix=T("remove the annotation")))
+                what=T(ANNOTATION, key=key, path=path),
+                why=ANNOTATION_WHY,
+                fix=ANNOTATION_FIX))
     return out

@@ -5,11 +5,20 @@ from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, integer
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import T, Text, who
+from webhook.policy.messages import N_, T, Text, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.RUN_AS_ROOT
+# What a finding says (webhook/intree/rules.py writes the same for the apiserver).
+SETS = N_("{who} sets {setting} ({path})")
+WHY = N_('workloads on GPU cohort "{cohort}" run as non-root (UID {uid}) without privilege escalation or added '
+         "capabilities")
+THE_POD, THE_TEMPLATE = T("the pod"), T("the pod template")
+FIX_USER = N_("remove runAsUser or set {uid}")
+FIX_NON_ROOT = T("remove runAsNonRoot: false")
+FIX_ESCALATION = T("set it to false")
+FIX_CAPABILITIES = T("remove the added capabilities")
 
 
 def _contradictions(sc: Mapping[str, Any], security: SecurityDefaults, container: bool) -> list[tuple[str, str, Text]]:
@@ -18,17 +27,17 @@ def _contradictions(sc: Mapping[str, Any], security: SecurityDefaults, container
     out = []
     if security.run_as_non_root:
         if "runAsUser" in sc and integer(sc["runAsUser"]) == 0:
-            out.append(("runAsUser", "runAsUser: 0", T("remove runAsUser or set {uid}", uid=str(security.run_as_user))))
+            out.append(("runAsUser", "runAsUser: 0", T(FIX_USER, uid=str(security.run_as_user))))
         if sc.get("runAsNonRoot") is False:
-            out.append(("runAsNonRoot", "runAsNonRoot: false", T("remove runAsNonRoot: false")))
+            out.append(("runAsNonRoot", "runAsNonRoot: false", FIX_NON_ROOT))
     if container:
         if security.allow_privilege_escalation is False and sc.get("allowPrivilegeEscalation") is True:
-            out.append(("allowPrivilegeEscalation", "allowPrivilegeEscalation: true", T("set it to false")))
+            out.append(("allowPrivilegeEscalation", "allowPrivilegeEscalation: true", FIX_ESCALATION))
         if security.drop_capabilities and "capabilities" in sc:
             added = [a for a in as_list(as_dict(sc["capabilities"]).get("add")) if type(a) is str]
             if added:
                 out.append(("capabilities.add", f"capabilities.add: [{', '.join(added)}]",
-                            T("remove the added capabilities")))
+                            FIX_CAPABILITIES))
     return out
 
 
@@ -42,8 +51,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     pod_sc = view.spec.get("securityContext")
     if type(pod_sc) is dict and pod_sc:
         for problem in _contradictions(pod_sc, security, False):
-            found.append((T("the pod") if view.is_pod else T("the pod template"), f"{view.prefix}.securityContext",
-                          problem))
+            found.append((THE_POD if view.is_pod else THE_TEMPLATE, f"{view.prefix}.securityContext", problem))
     for c in view.containers:
         if c.security:
             for problem in _contradictions(c.security, security, True):
@@ -53,8 +61,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         path = f"{base}.{field}"
         out.append(Finding(
             path=path,
-            what=T("{who} sets {setting} ({path})", who=subject, setting=what, path=path),
-            why=T('workloads on GPU cohort "{cohort}" run as non-root (UID {uid}) without privilege escalation or '
-                  "added capabilities", cohort=cohort.name, uid=str(security.run_as_user)),
+            what=T(SETS, who=subject, setting=what, path=path),
+            why=T(WHY, cohort=cohort.name, uid=str(security.run_as_user)),
             fix=fix))
     return out

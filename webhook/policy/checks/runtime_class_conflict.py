@@ -1,11 +1,16 @@
 from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import T
+from webhook.policy.messages import N_, T
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.RUNTIME_CLASS_CONFLICT
+# What a finding says (webhook/intree/rules.py writes the same for the apiserver).
+WHAT = N_('runtimeClassName is "{runtime}" ({path}) in a device-plugin GPU pod')
+WHY = N_('cohort "{cohort}" injects GPUs through the {runtime} RuntimeClass (its containerd handler); another runtime '
+         "starts the container without them")
+FIX = N_("set runtimeClassName: {runtime}, or remove it and let the webhook set it")
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -18,8 +23,6 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     path = f"{facts.view.prefix}.runtimeClassName"
     return [Finding(
         path=path,
-        what=T('runtimeClassName is "{runtime}" ({path}) in a device-plugin GPU pod', runtime=str(runtime), path=path),
-        why=T('cohort "{cohort}" injects GPUs through the {runtime} RuntimeClass (its containerd handler); another '
-              "runtime starts the container without them", cohort=cohort.name, runtime=str(cohort.runtime_class_name)),
-        fix=T("set runtimeClassName: {runtime}, or remove it and let the webhook set it",
-              runtime=str(cohort.runtime_class_name)))]
+        what=T(WHAT, runtime=str(runtime), path=path),
+        why=T(WHY, cohort=cohort.name, runtime=str(cohort.runtime_class_name)),
+        fix=T(FIX, runtime=str(cohort.runtime_class_name)))]

@@ -6,7 +6,7 @@ from webhook.objects.access import as_dict, as_str
 from webhook.objects.podspec import Container
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import T, Text, lookup_reason, names, who
+from webhook.policy.messages import N_, T, Text, lookup_reason, names, who
 from webhook.policy.results import Finding
 from webhook.rules import Action, Rule
 
@@ -18,6 +18,14 @@ WHY = T("the device plugin or DRA driver makes exactly the allocated GPUs visibl
 # for a pod that asks for no GPU there is nothing allocated to hide or misreport: say what is true of it
 WHY_NO_GPU = T("the pod is allocated no GPU, so the variable grants nothing, and under the nvidia runtime NVIDIA_* "
                "variables can expose GPUs of the node that no one allocated to it")
+# What a variable's finding says (webhook/intree/rules.py writes the same for the apiserver).
+SETS = N_("{container} sets {variable} ({path}, {how})")
+FIX = N_("remove {variable} and ask for GPUs with resources.limits or a ResourceClaim")
+FROM_KEY = N_('from key {key} of {kind} "{name}"')
+FROM_FIELD = T("from a field of the pod")
+WITH_VALUE_FROM = T("with valueFrom")
+LITERAL = T("with a literal value")
+KEY_REFS = (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret"))
 
 
 def _env_sources(container: Container) -> Iterator[tuple[int, str, str, str, bool]]:
@@ -34,16 +42,15 @@ def _env_sources(container: Container) -> Iterator[tuple[int, str, str, str, boo
 def _source(env: Mapping[str, Any]) -> Text:
     """Where the variable's value comes from, named without the value itself."""
     value_from = as_dict(env.get("valueFrom"))
-    for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+    for field, kind in KEY_REFS:
         ref = as_dict(value_from.get(field))
         if ref:
-            return T('from key {key} of {kind} "{name}"', key=as_str(ref.get("key")) or "?", kind=kind,
-                     name=as_str(ref.get("name")) or "?")
+            return T(FROM_KEY, key=as_str(ref.get("key")) or "?", kind=kind, name=as_str(ref.get("name")) or "?")
     if "fieldRef" in value_from or "resourceFieldRef" in value_from:
-        return T("from a field of the pod")
+        return FROM_FIELD
     if "valueFrom" in env:
-        return T("with valueFrom")
-    return T("with a literal value")
+        return WITH_VALUE_FROM
+    return LITERAL
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -65,10 +72,9 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             how = _source(env)
             out.append(Finding(
                 path=path,
-                what=T("{container} sets {variable} ({path}, {how})", container=who(c), variable=name, path=path,
-                       how=how),
+                what=T(SETS, container=who(c), variable=name, path=path, how=how),
                 why=why,
-                fix=T("remove {variable} and ask for GPUs with resources.limits or a ResourceClaim", variable=name)))
+                fix=T(FIX, variable=name)))
         if not c.env_from:
             continue
         for i, kind, name, prefix, optional in _env_sources(c):

@@ -89,3 +89,21 @@ def test_in_tree_is_refused_for_a_policy_other_than_the_exported_one(render, val
 def test_in_tree_takes_what_the_export_does_not_read(render, values):
     rendered = render({**values, "inTree": {"validation": True}})
     assert [o for o in rendered.objects if o["kind"] in IN_TREE]
+
+
+@pytest.mark.parametrize("values", [
+    pytest.param({"lookups": {"deviceClasses": True}}, id="chart-value"),
+    pytest.param({"policy": {"lookups": {"deviceClasses": True}}}, id="policy"),
+])
+def test_class_lookups_leave_double_mechanism_to_the_webhook(render, values):
+    """The cluster's DeviceClasses replace the policy's list the double-mechanism objects decide by: the
+    chart leaves them out, as the export of that policy does, and keeps the other rules' objects."""
+    rendered = render({**values, "inTree": {"validation": True}})
+    policy = parse_policy(_policy_text(rendered), source="the chart's policy")
+    assert policy.lookups.device_classes
+    objects = [o for o in rendered.objects if o["kind"] in IN_TREE]
+    assert objects == export(policy)
+    rules = {o["metadata"]["labels"]["gpu-admission.io/rule"] for o in objects}
+    assert "double-mechanism" not in rules and "visible-devices-override" in rules
+    default = [o for o in render({"inTree": {"validation": True}}).objects if o["kind"] in IN_TREE]
+    assert "double-mechanism" in {o["metadata"]["labels"]["gpu-admission.io/rule"] for o in default}

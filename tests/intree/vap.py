@@ -5,7 +5,7 @@ matchConditions, variables, validations and messageExpressions, evaluated with c
 webhook/objects/selectors.py uses. It replaces the real plugin in unit tests; tests/e2e/test_intree.py runs
 the real one. `JSONPatch{op: ..., path: ..., value: ...}` objects are evaluated as maps and applied with
 the jsonpatch library (RFC 6902, as the apiserver's patcher). What it adds to the runtime is what the
-Kubernetes CEL library gives: `indexOf` of its list library, and its quantity library as
+Kubernetes CEL library gives: `indexOf` and `min` (of strings) of its list library, and its quantity library as
 webhook/objects/selectors.py declares it."""
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ from webhook.objects.kinds import BY_KIND
 from webhook.objects.selectors import _functions as quantity_functions  # the Kubernetes quantity library
 
 
+def _min(values):
+    if not values:
+        raise ValueError("min() of an empty list")
+    return min(values)
+
+
 def _index_of(values, value) -> int:
     for i, v in enumerate(values):
         if v == value:
@@ -34,8 +40,10 @@ def _env():
     index_of = cel.FunctionDecl("indexOf", [
         cel.Overload("list_indexOf_bool", T.INT, [T.List(T.BOOL), T.BOOL], is_member=True, impl=_index_of),
         cel.Overload("list_indexOf_string", T.INT, [T.List(T.STRING), T.STRING], is_member=True, impl=_index_of)])
+    least = cel.FunctionDecl("min", [
+        cel.Overload("list_min_string", T.STRING, [T.List(T.STRING)], is_member=True, impl=_min)])
     return cel.NewEnv(variables={"object": T.DYN, "request": T.DYN, "variables": T.DYN},
-                      functions=[index_of, *quantity_functions()])
+                      functions=[index_of, least, *quantity_functions()])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -95,15 +103,39 @@ def admit(objects: list[dict], obj: dict, request: dict) -> list[Decision]:
         policy = policies[binding["spec"]["policyName"]]
         if not _namespace_matches(binding, request["namespace"]) or not matched(policy, obj, request):
             continue
-        data = {"object": obj, "request": request, "variables": {}}
-        variables: dict[str, str] = {}
-        for v in policy["spec"].get("variables", []):
-            variables[v["name"]] = _inline(v["expression"], variables)
+        data = {"object": obj, "request": request}
+        lazy = _Lazy({v["name"]: v["expression"] for v in policy["spec"].get("variables", [])}, data)
         for check in policy["spec"]["validations"]:
-            if value(_inline(check["expression"], variables), data) is not True:
+            if lazy.value(check["expression"]) is not True:
                 out.append(Decision(policy["metadata"]["name"], tuple(binding["spec"]["validationActions"]),
-                                    value(_inline(check["messageExpression"], variables), data)))
+                                    lazy.value(check["messageExpression"])))
     return out
+
+
+class _Lazy:
+    """The apiserver's variables: each evaluated when an expression reads it, once. An expression gets the
+    variables it names; one whose evaluation fails is left out, so that reading it fails, as reading a
+    variable whose evaluation fails does in the apiserver (and one that is named but not read costs nothing)."""
+
+    def __init__(self, expressions: dict[str, str], data: dict) -> None:
+        self.expressions, self.data = expressions, data
+        self.values: dict[str, tuple[bool, object]] = {}
+
+    def _variable(self, name: str) -> tuple[bool, object]:
+        if name not in self.values:
+            try:
+                self.values[name] = (True, self.value(self.expressions[name], plain=True))
+            except AssertionError:
+                self.values[name] = (False, None)
+        return self.values[name]
+
+    def value(self, expression: str, plain: bool = False):
+        named = {}
+        for name in dict.fromkeys(_VARIABLE.findall(expression)):
+            ok, v = self._variable(name)
+            if ok:
+                named[name] = v
+        return value(expression, {**self.data, "variables": named}, plain)
 
 
 _JSONPATCH = re.compile(r'JSONPatch\{op: ("[a-z]+"), path: ')

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 
 
 def lit(value: str) -> str:
@@ -17,6 +18,22 @@ def strings(values: Iterable[str]) -> str:
 def any_of(clauses: Iterable[str]) -> str:
     clauses = list(clauses)
     return " || ".join(f"({c})" for c in clauses) if clauses else "false"
+
+
+_FIELD = re.compile(r"\{([a-z_]+)\}")
+
+
+def fill(template: str, args: Mapping[str, str]) -> str:
+    """CEL: the message template (a msgid, str.format fields) with each `{field}` the CEL string args[field]."""
+    parts, at = [], 0
+    for m in _FIELD.finditer(template):
+        if m.start() > at:
+            parts.append(lit(template[at:m.start()]))
+        parts.append(args[m.group(1)])
+        at = m.end()
+    if at < len(template):
+        parts.append(lit(template[at:]))
+    return "(" + " + ".join(parts) + ")"
 
 
 def fnmatch_regex(pattern: str) -> str:

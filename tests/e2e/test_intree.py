@@ -220,7 +220,9 @@ def _crowded_pod() -> dict:
     """A pod at the corpus's far end: many containers, variables, volumes and annotations, and one finding
     at the very end, so that every expression walks everything."""
     env = [{"name": f"VAR_{i}", "value": str(i)} for i in range(200)]
-    containers = [{"name": f"c{i}", "image": "registry.example.invalid/app:1", "env": env,
+    # a device-plugin GPU in each and no DRA one: double-mechanism's DRA side reads every resource name
+    resources = {"limits": {"nvidia.com/gpu": "1", **{f"example.com/r{j}": "1" for j in range(20)}}}
+    containers = [{"name": f"c{i}", "image": "registry.example.invalid/app:1", "env": env, "resources": resources,
                    "volumeMounts": [{"name": f"v{j}", "mountPath": f"/data/{j}"} for j in range(20)]}
                   for i in range(40)]
     containers[-1] = {**containers[-1], "env": [*env, {"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]}

@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/decision.py [--rounds N]
     .venv/bin/python bench/decision.py --instructions [--rounds 2000]   # needs valgrind
+    .venv/bin/python bench/decision.py --in-tree [--instructions]       # inTree.validation on
 
 Prints, per scenario, the median and p99 over N rounds of: validation of all rules (the /validate
 handler's work), mutation with the JSON patch (/mutate), both (what `check` does), and jsonpatch's own
@@ -37,7 +38,7 @@ import jsonpatch
 import yaml
 
 from webhook.config import default_policy
-from webhook.config.model import Lookups
+from webhook.config.model import InTree, Lookups
 from webhook.handlers.evaluate import evaluate_object
 from webhook.lookups.base import NoLookups
 from webhook.lookups.cluster import ClusterResolver
@@ -64,11 +65,16 @@ def main() -> None:
     parser.add_argument("--instructions", action="store_true", help="instructions per call, counted by callgrind")
     parser.add_argument("--capacity", action="store_true",
                         help="the Node/ResourceSlice lookups' cost (unsatisfiable-request): off against on, warm")
+    parser.add_argument("--in-tree", action="store_true",
+                        help="the default scenarios with the policy's inTree.validation on (the exported rules "
+                             "lifted for the objects their in-tree policies cover)")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # one scenario, --rounds times, nothing printed
     args = parser.parse_args()
     global SCENARIOS
     if args.capacity:
         SCENARIOS = "capacity"
+    elif args.in_tree:
+        SCENARIOS = "in-tree"
     if args.instructions:
         return count_instructions(args.rounds or 2000, args.capacity)
     scenarios = make_scenarios()
@@ -139,6 +145,8 @@ def make_scenarios() -> dict:
         return make_capacity_scenarios()
     pod = json.loads(POD.read_text())
     policy = default_policy()
+    if SCENARIOS == "in-tree":
+        policy = dataclasses.replace(policy, in_tree=InTree(validation=True))
     resolver = NoLookups()
     mutated = evaluate_object(pod, policy=policy, resolver=resolver, validate=False).mutated
     return {
@@ -153,7 +161,8 @@ def _callgrind_total(scenario: str, rounds: int, out: Path, capacity: bool = Fal
     """Instructions of one process that runs `scenario` `rounds` times (after one warm-up call, so that
     imports and first-call caches count in both runs alike)."""
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-                    "--run", scenario, "--rounds", str(rounds), *(["--capacity"] if capacity else [])],
+                    "--run", scenario, "--rounds", str(rounds), *(["--capacity"] if capacity else []),
+                    *(["--in-tree"] if SCENARIOS == "in-tree" else [])],
                    check=True, capture_output=True,
                    env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(POD.parents[3])})
     summary = re.search(r"^summary: (\d+)", out.read_text(), re.M)

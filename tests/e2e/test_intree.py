@@ -167,6 +167,52 @@ def test_corpus_verdicts_webhook_only_and_in_tree_with_webhook(cluster, kubectl,
     print(f"objects denied first by an in-tree policy: {in_tree_denials}")
 
 
+# ------------------------------------------------------------------------ double-mechanism, message for message
+
+DOUBLE = REPO / "tests" / "e2e" / "manifests" / "double-mechanism.yaml"
+WEBHOOK_DENIAL = re.compile(r"denied the request: (.+)$", re.M)
+IN_TREE_DENIAL = re.compile(r"ValidatingAdmissionPolicy 'gpu-admission\.double-mechanism\.[a-z]+' with binding "
+                            r"'[^']+' denied request: (.+)$", re.M)
+
+
+def _double_answers(kubectl, docs: list[dict]) -> list[tuple[int, list[str], list[str]]]:
+    out = []
+    for doc in docs:
+        result = kubectl.create(doc, "--dry-run=server", check=False)
+        out.append((result.returncode, WEBHOOK_DENIAL.findall(result.stderr), IN_TREE_DENIAL.findall(result.stderr)))
+    return out
+
+
+def test_double_mechanism_in_tree_says_what_the_webhook_says(cluster, kubectl, lookups, webhook):
+    """Device-plugin GPUs beside deviceclass.resource.kubernetes.io/<class> resources, which this apiserver
+    accepts (kubernetes.io-prefixed names are native: no feature gate, requests without limits allowed).
+    The webhook alone, then the exported policies in front of it: the same objects denied, and each denial's
+    line the same, the in-tree one from the apiserver's own CEL (its map keys in no order: `min()` picks the
+    name the webhook reads first, the least, as the apiserver sends the keys sorted)."""
+    docs = [d for d in yaml.safe_load_all(DOUBLE.read_text()) if d]
+    for ns in namespaces_of(docs):
+        cluster.namespace(ns)
+    alone = _double_answers(kubectl, docs)
+    assert sum(code != 0 for code, _, _ in alone) == 4, alone
+    assert all(not in_tree for _, _, in_tree in alone), alone
+    objects = [o for o in export() if o["metadata"]["labels"]["gpu-admission.io/rule"] == "double-mechanism"]
+    assert objects
+    kubectl.apply(yaml.safe_dump_all(objects))
+    try:
+        wait_for(lambda: _double_answers(kubectl, docs[:1])[0][2], "the double-mechanism policies to answer")
+        together = _double_answers(kubectl, docs)
+    finally:
+        kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "-l",
+                    "gpu-admission.io/rule=double-mechanism", "--wait=true", check=False)
+    for doc, (code, by_webhook, _), (got_code, _, by_policy) in zip(docs, alone, together, strict=True):
+        name = doc["metadata"]["name"]
+        assert (got_code == 0) == (code == 0), (name, by_webhook, by_policy)
+        assert by_policy == [m for m in by_webhook if "[double-mechanism]" in m], name
+    first = together[0][2][0]
+    assert "requests nvidia.com/gpu (spec.containers[0].resources.limits) and " \
+           "deviceclass.resource.kubernetes.io/hybrid-full-gpu" in first, first
+
+
 # ------------------------------------------------------------------------------------------------ cost
 
 def _largest_pod_bearing(count: int) -> list[dict]:
@@ -178,7 +224,9 @@ def _crowded_pod() -> dict:
     """A pod at the corpus's far end: many containers, variables, volumes and annotations, and one finding
     at the very end, so that every expression walks everything."""
     env = [{"name": f"VAR_{i}", "value": str(i)} for i in range(200)]
-    containers = [{"name": f"c{i}", "image": "registry.example.invalid/app:1", "env": env,
+    # a device-plugin GPU in each and no DRA one: double-mechanism's DRA side reads every resource name
+    resources = {"limits": {"nvidia.com/gpu": "1", **{f"example.com/r{j}": "1" for j in range(20)}}}
+    containers = [{"name": f"c{i}", "image": "registry.example.invalid/app:1", "env": env, "resources": resources,
                    "volumeMounts": [{"name": f"v{j}", "mountPath": f"/data/{j}"} for j in range(20)]}
                   for i in range(40)]
     containers[-1] = {**containers[-1], "env": [*env, {"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]}
@@ -199,7 +247,8 @@ def test_largest_pods_are_evaluated_within_the_cost_budgets(cluster, kubectl, la
     apiserver's own message: the largest pod-bearing objects of the corpus, and a crowded pod, are decided by
     the rules' messages only."""
     strict = [f"rules.{r}={{action: enforce, onError: deny}}"
-              for r in ("visible-devices-override", "device-access-bypass", "run-as-root", "runtime-class-conflict")]
+              for r in ("visible-devices-override", "device-access-bypass", "run-as-root", "runtime-class-conflict",
+                        "double-mechanism")]
     objects = export(*(a for s in strict for a in ("--set", s)), *language)
     assert {o["spec"]["failurePolicy"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"} == {"Fail"}
     kubectl.apply(yaml.safe_dump_all(objects))

@@ -31,7 +31,7 @@ from webhook.intree.coverage import covered
 from webhook.intree.export import ACTIONS, DRY_RUN, RULE_LABEL, export, exported_rules
 from webhook.objects.kinds import BY_KIND
 from webhook.objects.podspec import view_of
-from webhook.rules import Action
+from webhook.rules import Action, Rule
 
 GPU = {"nvidia.com/gpu": 1}
 ROOT = {**CONTAINER_SC, "runAsUser": 0}
@@ -116,12 +116,17 @@ LANGUAGES = ("en", "ja", "ja-here", "ja-elsewhere")
 @pytest.mark.parametrize("language", LANGUAGES)
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
 def test_in_tree_verdicts_equal_the_engines(case, language):
+    base = POLICIES[case.policy]
+    if any(d.get("kind") == "DeviceClass" for d in case.docs):
+        # the row's DeviceClasses stand for what DeviceClass lookups return (the bundle resolves them as
+        # the cluster would): the policy's own list is then not what the engine reads
+        base = dataclasses.replace(base, lookups=dataclasses.replace(base.lookups, device_classes=True))
     shaped = apiserver_shaped(case.obj)
     docs = [apiserver_shaped(d) for d in case.docs]
-    ev = evaluate_docs(shaped, policy=POLICIES[case.policy], docs=docs, user=case.user, namespace=case.namespace)
+    ev = evaluate_docs(shaped, policy=base, docs=docs, user=case.user, namespace=case.namespace)
     if ev.skipped:
         return
-    policy = _in_language(POLICIES[case.policy], language, ev.namespace)
+    policy = _in_language(base, language, ev.namespace)
     ev = evaluate_docs(shaped, policy=policy, docs=docs, user=case.user, namespace=case.namespace)
     assert ev.language == ("en" if language in ("en", "ja-elsewhere") else "ja")
     seen = ev.mutated or shaped  # what the validating phase sees, after the mutating webhook
@@ -156,6 +161,8 @@ def test_in_tree_verdicts_equal_the_engines(case, language):
             for d in decisions:
                 assert d.message in lines, (d.message, lines)
                 MESSAGES.add(d.message)
+            if rule is Rule.DOUBLE_MECHANISM:  # one finding, in the engine's words
+                assert [d.message for d in decisions] == [v.message for v in engine]
         # the webhook leaves the rule to the apiserver and keeps the rest
         assert [v for v in skipped.violations if v.rule is rule] == []
     kept = [v for v in skipped.violations if v.rule not in exported_rules(policy)]
@@ -166,7 +173,8 @@ def test_the_tables_reach_every_side_of_the_coverage():
     """Run after the table above (same module, pytest's order): failing and passing rows inside the coverage,
     and rows outside it, for the parity above to mean something."""
     assert SEEN["covered-failing"] >= 10 and SEEN["covered-passing"] >= 50 and SEEN["uncovered"] >= 10, SEEN
-    for rule in ("visible-devices-override", "device-access-bypass", "run-as-root", "runtime-class-conflict"):
+    for rule in ("visible-devices-override", "device-access-bypass", "run-as-root", "runtime-class-conflict",
+                 "double-mechanism"):
         assert SEEN[(rule, "failing")] >= 2 and SEEN[(rule, "passing")] >= 10 and SEEN[(rule, "uncovered")] >= 2, SEEN
     assert all(SEEN[(language, "failing")] >= 10 for language in LANGUAGES), SEEN
 
@@ -192,6 +200,9 @@ def test_action_mapping():
     pytest.param("ephemeral container", id="ephemeral"),
     pytest.param("(spec.template.metadata.annotations[", id="annotation"),
     pytest.param('runtimeClassName is "', id="runtime-class"),
+    pytest.param("(DRA, DeviceClass", id="double-mechanism"),
+    pytest.param('while container "server" requests deviceclass', id="double-mechanism-two-containers"),
+    pytest.param('sidecar container "metrics-agent" requests nvidia.com/gpu', id="double-mechanism-sidecar"),
     pytest.param("Pod template が", id="ja-pod-template"),
     pytest.param('sidecar container "proxy" が runAsUser: 0 を設定しています', id="ja-sidecar"),
     pytest.param("。対処: ", id="ja-line"),
@@ -200,3 +211,18 @@ def test_action_mapping():
 def test_the_rows_reach_every_branch_of_the_messages(part):
     """Run after the table above: each branch of the messages was written by CEL, and equalled the engine's."""
     assert any(part in m for m in MESSAGES), part
+
+
+def test_double_mechanism_is_left_to_the_webhook_with_class_lookups():
+    """With DeviceClass lookups on, the cluster's classes replace the policy's list the export would decide
+    by: the rule is not exported, and the engine's coverage is empty (a pod of the corner is its own again)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": {"containers": [
+        {"name": "c", "image": "x", "resources": {"limits": {
+            "nvidia.com/gpu": "1", "deviceclass.resource.kubernetes.io/hybrid-full-gpu": "1"}}}]}}
+    view = view_of(pod, BY_KIND["Pod"], "ml")
+    on, off = POLICIES["class-lookups"], POLICIES["default"]
+    assert Rule.DOUBLE_MECHANISM in exported_rules(off) and covered(frozenset({Rule.DOUBLE_MECHANISM}), view, off)
+    assert Rule.DOUBLE_MECHANISM not in exported_rules(on)
+    assert not covered(frozenset({Rule.DOUBLE_MECHANISM}), view, on)
+    assert not [o for o in export(on) if o["metadata"]["labels"][RULE_LABEL] == "double-mechanism"]
+    assert exported_rules(on) == exported_rules(off) - {Rule.DOUBLE_MECHANISM}

@@ -5,7 +5,7 @@ matchConditions, variables, validations and messageExpressions, evaluated with c
 webhook/objects/selectors.py uses. It replaces the real plugin in unit tests; tests/e2e/test_intree.py runs
 the real one. `JSONPatch{op: ..., path: ..., value: ...}` objects are evaluated as maps and applied with
 the jsonpatch library (RFC 6902, as the apiserver's patcher). What it adds to the runtime is what the
-Kubernetes CEL library gives: `indexOf` of its list library, its quantity library as
+Kubernetes CEL library gives: `indexOf` and `min` (of strings) of its list library, its quantity library as
 webhook/objects/selectors.py declares it, and `join` of the CEL strings extension that the apiserver's
 environment includes (declared here: the extension's own `indexOf` of strings would clash with the list
 library's)."""
@@ -21,6 +21,12 @@ from cel_expr_python import cel
 
 from webhook.objects.kinds import BY_KIND
 from webhook.objects.selectors import _functions as quantity_functions  # the Kubernetes quantity library
+
+
+def _min(values):
+    if not values:
+        raise ValueError("min() of an empty list")
+    return min(values)
 
 
 def _index_of(values, value) -> int:
@@ -39,8 +45,10 @@ def _env():
     join = cel.FunctionDecl("join", [
         cel.Overload("list_join_string", T.STRING, [T.List(T.STRING), T.STRING], is_member=True,
                      impl=lambda values, sep: sep.join(values))])
+    least = cel.FunctionDecl("min", [
+        cel.Overload("list_min_string", T.STRING, [T.List(T.STRING)], is_member=True, impl=_min)])
     return cel.NewEnv(variables={"object": T.DYN, "request": T.DYN, "variables": T.DYN},
-                      functions=[index_of, join, *quantity_functions()])
+                      functions=[index_of, join, least, *quantity_functions()])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -101,25 +109,39 @@ def admit(objects: list[dict], obj: dict, request: dict) -> list[Decision]:
         policy = policies[binding["spec"]["policyName"]]
         if not _namespace_matches(binding, request["namespace"]) or not matched(policy, obj, request):
             continue
-        data = _with_variables(policy, {"object": obj, "request": request, "variables": {}})
+        data = {"object": obj, "request": request}
+        lazy = _Lazy({v["name"]: v["expression"] for v in policy["spec"].get("variables", [])}, data)
         for check in policy["spec"]["validations"]:
-            if value(check["expression"], data) is not True:
+            if lazy.value(check["expression"]) is not True:
                 out.append(Decision(policy["metadata"]["name"], tuple(binding["spec"]["validationActions"]),
-                                    value(check["messageExpression"], data)))
+                                    lazy.value(check["messageExpression"])))
     return out
 
 
-def _with_variables(policy: dict, data: dict) -> dict:
-    """`data` with the policy's variables, in order, each of those before it. The apiserver evaluates a
-    variable when an expression first reads it: one whose evaluation fails (a message's position of a
-    finding the object does not have) is left out here, so that reading it fails as it does there."""
-    variables: dict = {}
-    for v in policy["spec"].get("variables", []):
-        try:
-            variables[v["name"]] = value(v["expression"], {**data, "variables": variables}, plain=True)
-        except AssertionError:
-            continue
-    return {**data, "variables": variables}
+class _Lazy:
+    """The apiserver's variables: each evaluated when an expression reads it, once. An expression gets the
+    variables it names; one whose evaluation fails is left out, so that reading it fails, as reading a
+    variable whose evaluation fails does in the apiserver (and one that is named but not read costs nothing)."""
+
+    def __init__(self, expressions: dict[str, str], data: dict) -> None:
+        self.expressions, self.data = expressions, data
+        self.values: dict[str, tuple[bool, object]] = {}
+
+    def _variable(self, name: str) -> tuple[bool, object]:
+        if name not in self.values:
+            try:
+                self.values[name] = (True, self.value(self.expressions[name], plain=True))
+            except AssertionError:
+                self.values[name] = (False, None)
+        return self.values[name]
+
+    def value(self, expression: str, plain: bool = False):
+        named = {}
+        for name in dict.fromkeys(_VARIABLE.findall(expression)):
+            ok, v = self._variable(name)
+            if ok:
+                named[name] = v
+        return value(expression, {**self.data, "variables": named}, plain)
 
 
 _JSONPATCH = re.compile(r'JSONPatch\{op: ("[a-z]+"), path: ')

@@ -292,6 +292,13 @@ POLICIES = {
         "renameByDefault": True, "resources": [{"name": "nvidia.com/mig-1g.5gb", "replicas": 2}]}}),
     "dra-sharing": _policy(dra={"sharingStrategies": ["TimeSlicing"], "adminAccessNamespaces": ["gpu-debug"]}),
     "dra-classes": _policy(dra={"deviceClasses": ["hybrid-large-gpu"], "maxDevicesPerClaim": 2}),
+    # a listed GPU class that serves nvidia.com/gpu through DRA (KEP-5004's extendedResourceName)
+    "extended-class": _policy(deviceClasses=[
+        *yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))["deviceClasses"],
+        {"name": "hybrid-gpu-extended", "driver": "gpu.nvidia.com", "deviceType": "gpu",
+         "extendedResourceName": "nvidia.com/gpu"}]),
+    # DeviceClass lookups on: the cluster's classes replace the policy's list
+    "class-lookups": _policy(lookups={"deviceClasses": True}),
     "namespace-cohorts": _policy(namespaceCohorts={NS: "dra", "render": "device-plugin"}),
     "kai": _policy(exceptions=[{"name": "kai-scheduler", "schedulerNames": ["kai-scheduler"],
                                 "rules": ["visible-devices-override"]}]),
@@ -400,11 +407,12 @@ def _shape_pod_spec(spec: dict, *, is_pod: bool) -> None:
             c.setdefault("imagePullPolicy", "IfNotPresent")
             resources = c.get("resources")
             if resources is not None:
-                for part in ("limits", "requests"):
-                    if part in resources:
-                        resources[part] = {k: str(v) for k, v in resources[part].items()}
+                # a ResourceList is a Go map: encoded with its keys sorted
                 for name, value in resources.get("limits", {}).items():
                     resources.setdefault("requests", {}).setdefault(name, value)
+                for part in ("limits", "requests"):
+                    if part in resources:
+                        resources[part] = {k: str(v) for k, v in sorted(resources[part].items())}
             mounts = c.setdefault("volumeMounts", []) if mount_token and section != "ephemeralContainers" else None
             if mounts is not None and not any(m.get("name", "").startswith("kube-api-access-") for m in mounts):
                 mounts.append({"name": _TOKEN_VOLUME, "readOnly": True,

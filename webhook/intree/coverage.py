@@ -12,7 +12,7 @@ from webhook.objects.access import as_dict, as_list, as_str, quantity
 from webhook.objects.kinds import BY_KIND
 from webhook.objects.podspec import PodView, view_of
 from webhook.policy.cohorts import from_selectors
-from webhook.policy.gpu import is_gpu_resource
+from webhook.policy.gpu import IMPLICIT_PREFIX, is_gpu_resource
 from webhook.rules import Rule
 
 HIDDEN = "void"  # hide-gpus's value: an override or not depending on the container's GPUs
@@ -118,10 +118,50 @@ def _runtime_class(view: PodView, policy: Policy) -> bool:
     return c is not None and (c.mechanism != DEVICE_PLUGIN or c.runtime_class_name is not None)
 
 
+
+def _mapped(policy: Policy) -> frozenset[str]:
+    return frozenset(i.extended_resource_name for i in policy.device_classes.values() if i.extended_resource_name)
+
+
+def mapped_names(policy: Policy) -> frozenset[str]:
+    """Resource names a listed DeviceClass serves through extendedResourceName: whether such a name means the
+    device plugin or DRA depends on the cohort the pod is bound for (gpu.analyse)."""
+    return policy.derived(_mapped)
+
+
+def _gpu_classes(policy: Policy) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((IMPLICIT_PREFIX + name, info.name) for name, info in policy.device_classes.items()
+                        if policy.selects_gpus(info)))
+
+
+def gpu_class_resources(policy: Policy) -> tuple[tuple[str, str], ...]:
+    """(deviceclass.resource.kubernetes.io/<class>, the class's name) for each listed GPU class: the
+    implicit extended resources that DRA serves with GPUs (KEP-5004)."""
+    return policy.derived(_gpu_classes)
+
+
+def _double_mechanism(view: PodView, policy: Policy) -> bool:
+    """No claims and no name a listed class maps: the pod's mechanisms are then its resource names alone, read
+    against the policy's DeviceClasses. With DeviceClass lookups on, the cluster's classes replace those,
+    and the rule is not exported (export.exported_rules); False here too, so that nothing depends on that."""
+    if policy.lookups.device_classes or as_list(view.spec.get("resourceClaims")):
+        return False
+    mapped = mapped_names(policy)
+    if not mapped:
+        return True
+    for c in view.containers:
+        resources = c.resources
+        for section in ("limits", "requests"):
+            if any(name in mapped for name in as_dict(resources.get(section))):
+                return False
+    return True
+
+
 COVERED: Mapping[Rule, Callable[[PodView, Policy], bool]] = {
     Rule.VISIBLE_DEVICES_OVERRIDE: _visible_devices, Rule.DEVICE_ACCESS_BYPASS: _device_access,
     Rule.RUN_AS_ROOT: _pinned, Rule.RUNTIME_CLASS_CONFLICT: _pinned,
-    Rule.DEFAULT_RUNTIME_CLASS: _runtime_class, Rule.DEFAULT_SECURITY_CONTEXT: _pinned}
+    Rule.DEFAULT_RUNTIME_CLASS: _runtime_class, Rule.DEFAULT_SECURITY_CONTEXT: _pinned,
+    Rule.DOUBLE_MECHANISM: _double_mechanism}
 
 
 def covered(rules: frozenset[Rule], view: PodView, policy: Policy) -> frozenset[Rule]:

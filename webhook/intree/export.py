@@ -7,7 +7,7 @@ from typing import Any
 
 from webhook.config.model import DEVICE_PLUGIN, Exception_, Policy
 from webhook.intree.cel import fnmatch_regex, lit, strings
-from webhook.intree.coverage import pinnable
+from webhook.intree.coverage import gpu_class_resources, pinnable
 from webhook.intree.rules import EXPORTED, coverage, validations
 from webhook.intree.shapes import SHAPES, Shape
 from webhook.rules import Action, Rule
@@ -96,7 +96,9 @@ def exported_rules(policy: Policy) -> frozenset[Rule]:
                      and (r is not Rule.VISIBLE_DEVICES_OVERRIDE or policy.visible_device_variables)
                      and (r is not Rule.RUN_AS_ROOT or pinnable(policy))
                      and (r is not Rule.RUNTIME_CLASS_CONFLICT
-                          or any(c.mechanism == DEVICE_PLUGIN for c in pinnable(policy))))
+                          or any(c.mechanism == DEVICE_PLUGIN for c in pinnable(policy)))
+                     and (r is not Rule.DOUBLE_MECHANISM
+                          or (not policy.lookups.device_classes and bool(gpu_class_resources(policy)))))
 
 
 def export(policy: Policy) -> list[dict[str, Any]]:

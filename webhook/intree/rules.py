@@ -13,12 +13,21 @@ from typing import Any
 
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.intree.cel import any_of, lit, strings
-from webhook.intree.coverage import DEVICE_LIST_MARK, DOTS, HIDDEN, PLAIN_PATH, pinnable
+from webhook.intree.coverage import (
+    DEVICE_LIST_MARK,
+    DOTS,
+    HIDDEN,
+    PLAIN_PATH,
+    gpu_class_resources,
+    mapped_names,
+    pinnable,
+)
 from webhook.intree.shapes import Shape
 from webhook.intree.text import Cel, If, Msg, Piece, line, msg
 from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.objects.podspec import SECTIONS, SIDECAR
 from webhook.policy.checks import device_access_bypass as dab
+from webhook.policy.checks import double_mechanism as dm
 from webhook.policy.checks import run_as_root as rar
 from webhook.policy.checks import runtime_class_conflict as rcc
 from webhook.policy.checks import visible_devices_override as vdo
@@ -83,6 +92,14 @@ def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
                  f" && !v.hostPath.path.matches({lit(DOTS)}) && !(v.hostPath.path in ['/var/run', '/proc'] || "
                  "v.hostPath.path.startsWith('/var/run/') || v.hostPath.path.startsWith('/proc/'))))")
         return f"!(({containers}) || ({paths}))"
+    if rule is Rule.DOUBLE_MECHANISM:
+        if policy.lookups.device_classes:
+            return "false"
+        mapped = mapped_names(policy)
+        names = "" if not mapped else " && !(" + _sections(s, lambda c: " || ".join(
+            f"(has({c}.resources) && has({c}.resources.{section}) && {c}.resources.{section}.exists(k, "
+            f"k in {strings(mapped)}))" for section in ("limits", "requests"))) + ")"
+        return f"!(has({s}.resourceClaims) && size({s}.resourceClaims) > 0){names}"
     raise KeyError(rule)
 
 
@@ -122,6 +139,8 @@ def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str
         return _run_as_root(shape, policy)
     if rule is Rule.RUNTIME_CLASS_CONFLICT:
         return _runtime_class_conflict(shape, policy)
+    if rule is Rule.DOUBLE_MECHANISM:
+        return _double_mechanism(shape, policy)
     raise KeyError(rule)
 
 
@@ -196,6 +215,83 @@ def _device_access_bypass(shape: Shape, policy: Policy) -> tuple[list[dict[str, 
     ]
 
 
+def _gpu_name(k: str) -> str:
+    return " || ".join(f"{k}.startsWith({lit(p)})" for p in GPU_RESOURCE_PREFIXES)
+
+
+def _counted(c: str, section: str, name: Callable[[str], str]) -> str:
+    """CEL: a condition on the key `k` of the container `c`'s resources.<section>: gpu.analyse counts it
+    (more than 0, and in requests only where the limits do not name it) and its name satisfies `name`."""
+    m = f"{c}.resources.{section}"
+    unlimited = "" if section == "limits" else f" && !(has({c}.resources.limits) && k in {c}.resources.limits)"
+    return f"({name('k')}){unlimited} && quantity({m}[k]).isGreaterThan(quantity('0'))"
+
+
+def _asks_named(c: str, name: Callable[[str], str]) -> str:
+    """CEL: the container `c` asks for a resource gpu.analyse counts whose name satisfies `name`."""
+    return f"has({c}.resources) && (" + any_of(
+        f"has({c}.resources.{section}) && {c}.resources.{section}.exists(k, {_counted(c, section, name)})"
+        for section in ("limits", "requests")) + ")"
+
+
+def _filtered(c: str, section: str, name: Callable[[str], str]) -> str:
+    """CEL: the keys of `c`'s resources.<section> that `_counted` holds for."""
+    return f"(has({c}.resources.{section}) ? {c}.resources.{section}.filter(k, {_counted(c, section, name)}) : [])"
+
+
+def _first(chain: list[tuple[str, Piece]]) -> Piece:
+    """The piece of the first section whose index variable is set (the last one otherwise)."""
+    out = chain[-1][1]
+    for i, piece in reversed(chain[:-1]):
+        out = If(f"{i} >= 0", piece, out)
+    return out
+
+
+def _double_mechanism(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    """double_mechanism.check for a pod without claims: the first device-plugin GPU resource and the first
+    DRA-served one, in gpu.analyse's order: sections, containers, limits then requests, and within one the
+    keys as the apiserver writes them (sorted: the first is the least)."""
+    s = "variables.spec"
+    rule = Rule.DOUBLE_MECHANISM
+    classes = gpu_class_resources(policy)
+    sides = {"dp": _gpu_name, "dra": lambda k: f"{k} in {strings(r for r, _ in classes)}"}
+    variables: list[dict[str, Any]] = []
+    for side, name in sides.items():
+        for section, _ in SECTIONS:
+            found = f"{s}.{section}.map(c, {_asks_named('c', name)}).indexOf(true)"
+            variables.append({"name": f"{side}_{section}", "expression": f"has({s}.{section}) ? {found} : -1"})
+    who: dict[str, Piece] = {}
+    for side, name in sides.items():
+        pieces: dict[str, list[tuple[str, str]]] = {"name": [], "resource": [], "path": []}
+        whos: list[tuple[str, Piece]] = []
+        for section, word in SECTIONS:
+            i = f"variables.{side}_{section}"
+            variables.append({"name": f"{side}_{section}_c", "expression": f"{s}.{section}[{i}]"})
+            c = f"variables.{side}_{section}_c"
+            variables.append({"name": f"{side}_{section}_limits", "expression": _filtered(c, "limits", name)})
+            limits = f"variables.{side}_{section}_limits"
+            whos.append((i, _who(section, word, c)))
+            pieces["name"].append((i, f"{c}.name"))
+            pieces["resource"].append((i, f"(size({limits}) > 0 ? {limits}.min() : "
+                                          f"{_filtered(c, 'requests', name)}.min())"))
+            pieces["path"].append((i, f"{lit(shape.prefix + '.' + section + '[')} + string({i}) + '].resources.' + "
+                                      f"(size({limits}) > 0 ? 'limits' : 'requests')"))
+        who[side] = _first(whos)
+        for piece, chain in pieces.items():
+            expression = "".join(f"{i} >= 0 ? {e} : " for i, e in chain[:-1]) + chain[-1][1]
+            variables.append({"name": f"{side}_{piece}", "expression": expression})
+    variables.append({"name": "dra_class", "expression": "{" + ", ".join(f"{lit(r)}: {lit(n)}" for r, n in classes)
+                                                         + "}[variables.dra_resource]"})
+    asks = {side: " || ".join(f"variables.{side}_{section} >= 0" for section, _ in SECTIONS) for side in sides}
+    args: dict[str, Piece] = {"container": who["dp"], "resource": Cel("variables.dp_resource"),
+                              "path": Cel("variables.dp_path"), "other": Cel("variables.dra_resource"),
+                              "device_class": Cel("variables.dra_class"), "other_path": Cel("variables.dra_path")}
+    what = If("variables.dp_name == variables.dra_name", msg(dm.RESOURCES_IN_ONE, **args),
+              msg(dm.RESOURCES_IN_TWO, user=who["dra"], **args))
+    return variables, [Validation(f"!(({asks['dp']}) && ({asks['dra']}))",
+                                  line(policy, rule, what, dm.WHY, dm.KEEP_ONE_RESOURCE))]
+
+
 def _runtime_class_conflict(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
     s = "variables.spec"
     rule = Rule.RUNTIME_CLASS_CONFLICT
@@ -261,4 +357,5 @@ def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], li
     return variables, out
 
 
-EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS, Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT)
+EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS, Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT,
+            Rule.DOUBLE_MECHANISM)

@@ -204,8 +204,9 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             if validate:
                 view = view_of(mutated, view.kind, namespace)
                 facts = analyse(view, policy, context)
-    if plan.in_tree and operation == "CREATE" and not debug:
-        # The in-tree policies match CREATE only, and see the object as mutated, as this view is now.
+    if validate and plan.in_tree and operation == "CREATE" and not debug:
+        # The in-tree policies match CREATE only, and see the object as mutated, as this view is now; /mutate
+        # (validate off) reports no finding the coverage could lift.
         lifted = lifted | covered(plan.in_tree, view, policy)
     findings = _run_checks(plan.checks[Target.POD_SPEC], facts, context, policy, lifted, errors) if validate else []
     if added_ephemeral is not None and findings:

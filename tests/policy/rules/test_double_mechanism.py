@@ -85,6 +85,75 @@ for _id, _expr, _gpu in [
     case(f"double-mechanism-cel-{_id}", _obj,
          *([("double-mechanism", "spec.containers[0].resources.limits")] if _gpu else []), docs=_docs)
 
+# Class: KEP-5004's implicit resource of a DeviceClass the policy lists, beside a device-plugin GPU, in a pod
+# without claims: decided by the policy's classes alone (no documents given, as the webhook without lookups),
+# the corner the in-tree policy decides (docs/rules/double-mechanism.md, "In-tree policy").
+FULL = "deviceclass.resource.kubernetes.io/hybrid-full-gpu"
+LARGE = "deviceclass.resource.kubernetes.io/hybrid-large-gpu"
+
+
+def _requests(c, requests):
+    """`c` with resources.requests (no limit: the implicit resources are native, overcommit is allowed)."""
+    c["resources"]["requests"] = dict(requests)
+    return c
+
+
+case("double-mechanism-limit-and-listed-class-resource",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1, FULL: 1}))),
+     ("double-mechanism", "spec.containers[0].resources.limits"), cohort=None)
+case("double-mechanism-limit-only-no-class-resource-pass",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1}))))
+case("double-mechanism-listed-class-resource-only-pass",
+     pod("train-7f", pod_spec(container(gpus={FULL: 1}))))
+case("double-mechanism-limits-of-two-containers",
+     workload("Deployment", "vllm", pod_spec(container("server", gpus={LARGE: 1}),
+                                             container("exporter", gpus={"nvidia.com/gpu": 1}))),
+     ("double-mechanism", "spec.template.spec.containers[1].resources.limits"), cohort=None)
+case("double-mechanism-init-container-limit-and-main-class-resource",
+     workload("Job", "finetune", pod_spec(container("finetune", gpus={FULL: 1}),
+                                          init=[container("warmup-cache", gpus={"nvidia.com/gpu": 1})])),
+     ("double-mechanism", "spec.template.spec.initContainers[0].resources.limits"), cohort=None)
+case("double-mechanism-sidecar-limit-and-listed-class-resource",
+     workload("StatefulSet", "embeddings", pod_spec(
+         container("server", gpus={FULL: 1}),
+         init=[container("metrics-agent", gpus={"nvidia.com/gpu": 1}, restart="Always")])),
+     ("double-mechanism", "spec.template.spec.initContainers[0].resources.limits"), cohort=None)
+case("double-mechanism-cronjob-mig-slice-and-class-resource",
+     workload("CronJob", "nightly", pod_spec(container(gpus={"nvidia.com/mig-1g.5gb": 1, LARGE: 2}))),
+     ("double-mechanism", "spec.jobTemplate.spec.template.spec.containers[0].resources.limits"), cohort=None)
+case("double-mechanism-two-names-each-the-first-is-named",
+     pod("train-7f", pod_spec(container(gpus={FULL: 1, LARGE: 1, "nvidia.com/gpu": 1, "nvidia.com/mig-1g.5gb": 1}))),
+     ("double-mechanism", "spec.containers[0].resources.limits"), cohort=None)
+case("double-mechanism-class-resource-in-requests-only",
+     pod("train-7f", pod_spec(_requests(container(gpus={"nvidia.com/gpu": 1}), {LARGE: 1}))),
+     ("double-mechanism", "spec.containers[0].resources.limits"), cohort=None)
+case("double-mechanism-class-resource-zero-pass",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1, FULL: 0}))))
+case("double-mechanism-non-gpu-listed-class-resource-pass",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1,
+                                              "deviceclass.resource.kubernetes.io/imex.nvidia.com": 1}))))
+case("double-mechanism-unlisted-class-resource-pass",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1,
+                                              "deviceclass.resource.kubernetes.io/example-gpu": 1}))),
+     ("unresolved-claim", "spec.containers[0].resources.limits"))
+case("double-mechanism-listed-class-resource-action-warn",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1, FULL: 1}))),
+     ("double-mechanism", "warn", "spec.containers[0].resources.limits"), policy="actions")
+case("double-mechanism-listed-class-resource-dry-run",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1, FULL: 1}))),
+     ("double-mechanism", "spec.containers[0].resources.limits"), policy="dry-run", allowed=True)
+case("double-mechanism-listed-class-resource-with-class-lookups",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1, FULL: 1}))),
+     ("double-mechanism", "spec.containers[0].resources.limits"), policy="class-lookups", cohort=None)
+# a listed class serves nvidia.com/gpu through DRA: which mechanism the name means depends on the cohort
+case("double-mechanism-mapped-name-unbound-and-class-resource",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1, FULL: 1}))),
+     ("double-mechanism", "spec.containers[0].resources.limits"), policy="extended-class", cohort=None)
+case("double-mechanism-mapped-name-on-dra-cohort-and-class-resource-pass",
+     pod("train-7f", pod_spec(container(gpus={"nvidia.com/gpu": 1, FULL: 1}), cohort="dra")),
+     policy="extended-class", cohort="dra")
+
+
 @pytest.mark.parametrize("row", TABLE.params)
 def test_double_mechanism(row, evaluate, golden):
     check_case(row, evaluate, golden)

@@ -1,11 +1,18 @@
 from webhook.config.model import Policy
 from webhook.policy.context import Context
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import Arg, T, names, who
+from webhook.policy.messages import N_, Arg, T, names, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.DOUBLE_MECHANISM
+WHY = T("the same GPU must come from one mechanism only (device plugin or DRA)")
+KEEP_ONE_RESOURCE = T("keep one of the two resources")
+# a device-plugin resource and a DRA-served one (webhook/intree/rules.py fills these in CEL)
+RESOURCES_IN_ONE = N_('{container} requests {resource} ({path}) and {other} (DRA, DeviceClass "{device_class}", '
+                      "{other_path})")
+RESOURCES_IN_TWO = N_('{container} requests {resource} ({path}) while {user} requests {other} (DRA, DeviceClass '
+                      '"{device_class}", {other_path})')
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -32,15 +39,13 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         use = facts.dra_resources[0]
         served_by = use.device_class.name if use.device_class else "?"  # always set on a DRA-served resource
         if use.container.name == dp.container.name:
-            what = T('{container} requests {resource} ({path}) and {other} (DRA, DeviceClass "{device_class}", '
-                     "{other_path})", other=use.resource, device_class=served_by, other_path=use.path, **base)
+            what = T(RESOURCES_IN_ONE, other=use.resource, device_class=served_by, other_path=use.path, **base)
         else:
-            what = T('{container} requests {resource} ({path}) while {user} requests {other} (DRA, DeviceClass '
-                     '"{device_class}", {other_path})', user=who(use.container), other=use.resource,
-                     device_class=served_by, other_path=use.path, **base)
-        keep = T("keep one of the two resources")
+            what = T(RESOURCES_IN_TWO, user=who(use.container), other=use.resource, device_class=served_by,
+                     other_path=use.path, **base)
+        keep = KEEP_ONE_RESOURCE
     return [Finding(
         path=dp.path,
         what=what,
-        why=T("the same GPU must come from one mechanism only (device plugin or DRA)"),
+        why=WHY,
         fix=keep)]

@@ -108,9 +108,20 @@ def _apply_all(cluster, kubectl) -> dict:
     return out
 
 
+def _probe_last(objects: list[dict]) -> list[dict]:
+    """`objects` with the policy _in_tree_answers probes, and its bindings, applied last: kubectl applies in
+    order and the apiserver's informers deliver in order, so once the probe is answered, all are in force."""
+    def probed(o: dict) -> bool:
+        return o["metadata"]["name"].startswith(PROBED + ".") or o["metadata"]["name"] == PROBED
+    return [o for o in objects if not probed(o)] + [o for o in objects if probed(o)]
+
+
+PROBED = "gpu-admission.visible-devices-override.pods"
+
+
 def _in_tree_answers(kubectl) -> bool:
     result = kubectl.create(PROBE, "--dry-run=server", check=False)
-    return "ValidatingAdmissionPolicy 'gpu-admission.visible-devices-override.pods'" in result.stderr
+    return f"ValidatingAdmissionPolicy '{PROBED}'" in result.stderr
 
 
 MUTATION_PROBE = {"apiVersion": "v1", "kind": "Pod",
@@ -199,7 +210,11 @@ def test_double_mechanism_in_tree_says_what_the_webhook_says(cluster, kubectl, l
     assert objects
     kubectl.apply(yaml.safe_dump_all(objects))
     try:
-        wait_for(lambda: _double_answers(kubectl, docs[:1])[0][2], "the double-mechanism policies to answer")
+        # one policy per pod-spec shape, each active once the apiserver's informer has it and its binding:
+        # wait for every object the webhook denied to be answered by its shape's policy
+        denied = [doc for doc, (code, _, _) in zip(docs, alone, strict=True) if code != 0]
+        wait_for(lambda: all(in_tree for _, _, in_tree in _double_answers(kubectl, denied)),
+                 "every shape's double-mechanism policy to answer")
         together = _double_answers(kubectl, docs)
     finally:
         kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "-l",
@@ -251,7 +266,7 @@ def test_largest_pods_are_evaluated_within_the_cost_budgets(cluster, kubectl, la
                         "double-mechanism")]
     objects = export(*(a for s in strict for a in ("--set", s)), *language)
     assert {o["spec"]["failurePolicy"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"} == {"Fail"}
-    kubectl.apply(yaml.safe_dump_all(objects))
+    kubectl.apply(yaml.safe_dump_all(_probe_last(objects)))
     try:
         wait_for(lambda: _in_tree_answers(kubectl), "the in-tree policies to answer")
         for doc in [*_largest_pod_bearing(5), _crowded_pod()]:

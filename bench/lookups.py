@@ -36,7 +36,7 @@ from webhook.lookups.kubeconfig import load_api_client  # noqa: E402
 from webhook.review import read_request  # noqa: E402
 
 SEED = REPO / "tests" / "data" / "seed"
-REAL = REPO / "tests" / "data" / "fixtures" / "real-manifests"  # copies of the shared fixtures
+REAL = REPO / "tests" / "data" / "fixtures" / "real-manifests"  # copies of public manifests, with provenance
 CLUSTER_FILES = (SEED / "dra-manifests.yaml",
                  REAL / "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test1.yaml",
                  REAL / "kubernetes-sigs_dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test3.yaml")
@@ -81,8 +81,8 @@ PODS = (
                                                                        "claims": [{"name": "gpu"}]})],
                                   "resourceClaims": [{"name": "gpu",
                                                       "resourceClaimTemplateName": "single-large-gpu"}]}),
-    _pod("named-claim", "gpu-test3", {"containers": [_container(resources={"claims": [{"name": "shared"}]})],
-                                      "resourceClaims": [{"name": "shared", "resourceClaimName": "single-gpu"}]}),
+    _pod("named-claim", "gpu-test3", {"containers": [_container(resources={"claims": [{"name": "team"}]})],
+                                      "resourceClaims": [{"name": "team", "resourceClaimName": "single-gpu"}]}),
     _pod("quickstart", "gpu-test1", {"containers": [_container(resources={"claims": [{"name": "gpu"}]})],
                                      "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]}),
     _pod("envfrom", "ai-workloads", {"containers": [_container(envFrom=[{"configMapRef": {"name": "cuda-env"}}])]}),

@@ -125,7 +125,7 @@ VARIANTS = {
                     True),
     "claim-template": (lambda p: p["spec"].update(resourceClaims=[{"name": "gpu",
                                                                    "resourceClaimTemplateName": "single-gpu"}]), True),
-    "claim-by-name": (lambda p: p["spec"].update(resourceClaims=[{"name": "gpu", "resourceClaimName": "shared"}]),
+    "claim-by-name": (lambda p: p["spec"].update(resourceClaims=[{"name": "gpu", "resourceClaimName": "team-gpu"}]),
                       True),
     "cuda-visible-env": (lambda p: _container(p, env=[{"name": "CUDA_VISIBLE_DEVICES", "value": "0,1,2,3"}]), True),
     "nvidia-visible-init": (lambda p: p["spec"]["initContainers"][0].update(
@@ -372,7 +372,7 @@ def _bundle_extras() -> list[dict]:
          "metadata": {"name": "single-gpu", "namespace": NS},
          "spec": {"spec": {"devices": {"requests": [
              {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}},
-        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "shared", "namespace": NS},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "team-gpu", "namespace": NS},
          "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}},
     ]
 

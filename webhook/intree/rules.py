@@ -103,18 +103,30 @@ def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
     raise KeyError(rule)
 
 
+def _gpu_name(k: str) -> str:
+    return " || ".join(f"{k}.startsWith({lit(p)})" for p in GPU_RESOURCE_PREFIXES)
+
+
+def _counted(c: str, section: str, name: Callable[[str], str]) -> str:
+    """CEL: a condition on the key `k` of the container `c`'s resources.<section>: gpu.analyse counts it
+    (more than 0, and in requests only where the limits do not name it) and its name satisfies `name`."""
+    m = f"{c}.resources.{section}"
+    unlimited = "" if section == "limits" else f" && !(has({c}.resources.limits) && k in {c}.resources.limits)"
+    return f"({name('k')}){unlimited} && quantity({m}[k]).isGreaterThan(quantity('0'))"
+
+
+def _container_asks(c: str, name: Callable[[str], str]) -> str:
+    """CEL: the container `c` asks for a resource gpu.analyse counts whose name satisfies `name`."""
+    return f"has({c}.resources) && (" + any_of(
+        f"has({c}.resources.{section}) && {c}.resources.{section}.exists(k, {_counted(c, section, name)})"
+        for section in ("limits", "requests")) + ")"
+
+
 def _asks(spec: str, gpu: bool) -> str:
     """CEL: coverage.asked(...): some container asks for more than 0 of an extended resource (gpu: of one
     named as the device plugin's GPUs), in its limits or in requests the limits do not name."""
-    names = " || ".join(f"k.startsWith({lit(p)})" for p in GPU_RESOURCE_PREFIXES)
-    name = f"({names})" if gpu else f"k.contains('/') && !({names})"
-    positive = "quantity({m}[k]).isGreaterThan(quantity('0'))"
-    limits = (f"has(c.resources.limits) && c.resources.limits.exists(k, {name} && "
-              f"{positive.format(m='c.resources.limits')})")
-    requests = (f"has(c.resources.requests) && c.resources.requests.exists(k, {name} && "
-                "!(has(c.resources.limits) && k in c.resources.limits) && "
-                f"{positive.format(m='c.resources.requests')})")
-    return _sections(spec, lambda c: f"has(c.resources) && (({limits}) || ({requests}))")
+    name = _gpu_name if gpu else (lambda k: f"{k}.contains('/') && !({_gpu_name(k)})")
+    return _sections(spec, lambda c: _container_asks(c, name))
 
 
 def _asks_gpus_plainly(spec: str) -> str:
@@ -215,25 +227,6 @@ def _device_access_bypass(shape: Shape, policy: Policy) -> tuple[list[dict[str, 
     ]
 
 
-def _gpu_name(k: str) -> str:
-    return " || ".join(f"{k}.startsWith({lit(p)})" for p in GPU_RESOURCE_PREFIXES)
-
-
-def _counted(c: str, section: str, name: Callable[[str], str]) -> str:
-    """CEL: a condition on the key `k` of the container `c`'s resources.<section>: gpu.analyse counts it
-    (more than 0, and in requests only where the limits do not name it) and its name satisfies `name`."""
-    m = f"{c}.resources.{section}"
-    unlimited = "" if section == "limits" else f" && !(has({c}.resources.limits) && k in {c}.resources.limits)"
-    return f"({name('k')}){unlimited} && quantity({m}[k]).isGreaterThan(quantity('0'))"
-
-
-def _asks_named(c: str, name: Callable[[str], str]) -> str:
-    """CEL: the container `c` asks for a resource gpu.analyse counts whose name satisfies `name`."""
-    return f"has({c}.resources) && (" + any_of(
-        f"has({c}.resources.{section}) && {c}.resources.{section}.exists(k, {_counted(c, section, name)})"
-        for section in ("limits", "requests")) + ")"
-
-
 def _filtered(c: str, section: str, name: Callable[[str], str]) -> str:
     """CEL: the keys of `c`'s resources.<section> that `_counted` holds for."""
     return f"(has({c}.resources.{section}) ? {c}.resources.{section}.filter(k, {_counted(c, section, name)}) : [])"
@@ -258,7 +251,7 @@ def _double_mechanism(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]
     variables: list[dict[str, Any]] = []
     for side, name in sides.items():
         for section, _ in SECTIONS:
-            found = f"{s}.{section}.map(c, {_asks_named('c', name)}).indexOf(true)"
+            found = f"{s}.{section}.map(c, {_container_asks('c', name)}).indexOf(true)"
             variables.append({"name": f"{side}_{section}", "expression": f"has({s}.{section}) ? {found} : -1"})
     who: dict[str, Piece] = {}
     for side, name in sides.items():

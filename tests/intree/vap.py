@@ -73,13 +73,6 @@ class Decision:
 _VARIABLE = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _inline(expression: str, variables: dict[str, str]) -> str:
-    """The expression with each variable replaced by its own (pure) expression: the same value as the
-    apiserver's lazily evaluated, cached variables (for the mutating policies' JSONPatch expressions, whose
-    result is read as plain values)."""
-    return _VARIABLE.sub(lambda m: f"({variables[m.group(1)]})", expression)
-
-
 def _resource_matches(policy: dict, kind: str, operation: str) -> bool:
     info = BY_KIND[kind]
     return any(info.group in r["apiGroups"] and info.resource in r["resources"] and operation in r["operations"]
@@ -161,13 +154,12 @@ def mutate(objects: list[dict], obj: dict, request: dict) -> tuple[dict, list[di
         policy = policies[binding["spec"]["policyName"]]
         if not _namespace_matches(binding, request["namespace"]) or not matched(policy, out, request):
             continue
-        variables: dict[str, str] = {}
-        for v in policy["spec"].get("variables", []):
-            variables[v["name"]] = _inline(v["expression"], variables)
+        variables = {v["name"]: _as_maps(v["expression"]) for v in policy["spec"].get("variables", [])}
         for m in policy["spec"]["mutations"]:
             assert m["patchType"] == "JSONPatch"
-            ops = value(_as_maps(_inline(m["jsonPatch"]["expression"], variables)),
-                        {"object": out, "request": request, "variables": {}}, plain=True)
+            # each mutation reads the object as the ones before it left it
+            ops = _Lazy(variables, {"object": out, "request": request}).value(
+                _as_maps(m["jsonPatch"]["expression"]), plain=True)
             out = jsonpatch.apply_patch(out, ops)
             applied.extend(ops)
     return out, applied

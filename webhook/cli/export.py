@@ -106,7 +106,7 @@ def _usage(args) -> str | None:
         return "--check reads the cluster's version; --kubernetes-version is for printing without a cluster"
     if args.chart_values and (args.check or args.only):
         return "--chart-values writes both halves of the export for the chart; it takes neither --check nor --only"
-    if args.chart_values and getattr(args, "lang", None):
+    if args.chart_values and args.lang:
         return ("--chart-values writes the messages in the language of the policy the release runs; leave out "
                 "--lang (set the policy's `language` instead)")
     if args.chart_values and args.output == "json":

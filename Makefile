@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[server,test]'
 	touch $(STAMP)
 
 $(CHECKOV_STAMP):
@@ -84,7 +84,7 @@ messages: $(STAMP)
 # Run it after changing `dependencies` in pyproject.toml; tests/test_release.py says when it is due.
 lock: $(STAMP)
 	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
-		--output-file requirements.lock pyproject.toml
+		--extra server --output-file requirements.lock pyproject.toml
 
 # The chart as a versioned archive (helm package, through helm-python-sdk): dist/gpu-admission-<version>.tgz
 chart: $(STAMP)

@@ -122,6 +122,8 @@ value that causes it is set (image.digest, networkPolicy.enabled, no lookups).
 {{- $cpu := "CKV_K8S_11=no CPU limit on purpose: CFS throttling would add latency to every admission call; the CPU request reserves what the webhook needs" -}}
 {{- if eq .pod "audit" -}}
 {{- $cpu = "CKV_K8S_11=no CPU limit on purpose: a limit would only slow the batch audit down; its CPU request reserves what it needs, and its memory is limited" -}}
+{{- else if eq .pod "cleanup" -}}
+{{- $cpu = "CKV_K8S_11=no CPU limit on purpose: the hook makes two API calls and exits; its CPU request reserves what it needs, and its memory is limited" -}}
 {{- end -}}
 {{- $skips := list $cpu
   "CKV_K8S_15=pullPolicy IfNotPresent: the image is pinned by a version tag or image.digest, so Always would only add a registry round trip to every start" -}}
@@ -138,7 +140,10 @@ value that causes it is set (image.digest, networkPolicy.enabled, no lookups).
 {{- $skips = append $skips "CKV_K8S_19=hostNetwork.enabled: the control plane cannot reach pod IPs here (custom CNI, Hybrid Nodes without a routable pod CIDR)" -}}
 {{- $skips = append $skips "CKV_K8S_26=hostNetwork.enabled: the hostPort is declared so that the scheduler never puts two replicas on one node's port" -}}
 {{- end -}}
-{{- if or (eq .pod "audit") (include "gpu-admission.anyLookup" $root) -}}
+{{- if eq .pod "cleanup" -}}
+{{- $skips = append $skips "CKV2_K8S_6=the hook pod accepts no connections; it calls the API server once at uninstall and exits" -}}
+{{- $skips = append $skips "CKV_K8S_38=the service account token is mounted because the hook deletes the release's two webhook configurations; RBAC grants only that, by name" -}}
+{{- else if or (eq .pod "audit") (include "gpu-admission.anyLookup" $root) -}}
 {{- $skips = append $skips "CKV_K8S_38=the service account token is mounted because the pod reads the cluster (the audit, or the lookups enabled); RBAC grants only that" -}}
 {{- end -}}
 {{- range $i, $skip := $skips }}

@@ -63,6 +63,8 @@ rules:
       - group: apps
       - group: batch
       - group: resource.k8s.io
+      - group: admissionregistration.k8s.io
+        resources: [validatingwebhookconfigurations, mutatingwebhookconfigurations]
   - level: None
 """
 

@@ -25,7 +25,7 @@ BIN_ROOT = HERE / ".bin"
 VERSION_VARIABLE = "E2E_KUBERNETES"
 DEFAULT_KUBERNETES = "1.34"
 ETCD_MODULE = "etcd-3.6"
-K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kubectl", "kube-scheduler", "kubelet")
+K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kubectl", "kube-scheduler", "kubelet", "kube-proxy")
 
 
 @dataclass(frozen=True)

@@ -186,6 +186,10 @@ class Cluster:
     # kube-scheduler beside the controllers: Pods are bound to nodes (a real one, tests/e2e/node.py, or Node
     # objects created through the API).
     scheduler: bool = False
+    # Where the apiserver listens and what it advertises: loopback, unless pods must reach it (a real node's
+    # bridge address, tests/e2e/node.py), and then the Service CIDR is one that is never routed off the machine.
+    address: str = "127.0.0.1"
+    service_cidr: str = SERVICE_CIDR
 
     @property
     def kubeconfig(self) -> Path:
@@ -201,7 +205,7 @@ class Cluster:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.apiserver_port}"
+        return f"https://{self.address}:{self.apiserver_port}"
 
     @property
     def etcd_url(self) -> str:
@@ -210,6 +214,11 @@ class Cluster:
     @property
     def ca(self) -> Path:
         return self.root / "pki" / "ca.crt"
+
+    @property
+    def kubernetes_service_ip(self) -> str:
+        """The `kubernetes` Service's ClusterIP: the first address of the Service CIDR."""
+        return str(next(ipaddress.ip_network(self.service_cidr).hosts()))
 
     @property
     def minor(self) -> tuple[int, int]:
@@ -260,7 +269,7 @@ class Cluster:
         cert, key = authority.issue("kube-apiserver", server=True,
                                     dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                                          "kubernetes.default.svc.cluster.local"),
-                                    ips=("127.0.0.1", "10.0.0.1"))
+                                    ips=tuple(dict.fromkeys(("127.0.0.1", self.address, self.kubernetes_service_ip))))
         _write(pki / "apiserver.crt", cert)
         _write(pki / "apiserver.key", key, 0o600)
         for name, common, groups in (("admin", "e2e-admin", ("system:masters",)),
@@ -320,14 +329,16 @@ class Cluster:
         self._spawn("kube-apiserver", [
             str(self.chain.binary("kube-apiserver")),
             f"--etcd-servers={self.etcd_url}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.apiserver_port}",
+            f"--bind-address={self.address}", f"--advertise-address={self.address}",
+            f"--secure-port={self.apiserver_port}",
             f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
             f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}", f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            # the "kubernetes" Service's endpoint would be 127.0.0.1, which Endpoints refuse: no reconciler
-            "--endpoint-reconciler-type=none",
+            f"--service-cluster-ip-range={self.service_cidr}",
+            # on loopback the "kubernetes" Service's endpoint would be 127.0.0.1, which Endpoints refuse: no
+            # reconciler; on a node's bridge, the endpoint pods reach it at (through kube-proxy)
+            f"--endpoint-reconciler-type={'none' if self.address == '127.0.0.1' else 'lease'}",
             # as kubeadm's clusters: a kubelet may touch only its own Node and the objects of its pods
             "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
             # The apiserver dials a node's kubelet (logs, exec) at its InternalIP, never by a DNS name that
@@ -418,6 +429,12 @@ class Cluster:
 
     def stop(self) -> None:
         for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
+            self._stop_one(name)
+
+    def stop_controllers(self) -> None:
+        """The scheduler and controllers only (the API stays): nothing recreates or binds pods any more, so that
+        a node can be drained for good."""
+        for name in ("kube-scheduler", "kube-controller-manager"):
             self._stop_one(name)
 
     def _stop_one(self, name: str) -> None:

@@ -3,12 +3,15 @@ containerd and runc as its container runtime, pod networking from Debian's conta
 bridge of this machine. With kube-scheduler (tests/e2e/cluster.py, `scheduler=True`), Pods are bound to it and
 their containers run.
 
-Everything stays on this machine: the bridge's subnet is in 198.18.0.0/15 (RFC 2544's benchmarking range, never
-routed), the node's InternalIP is the bridge's own address, and the apiserver dials that address (kubelet logs)
-and the pods' addresses (a webhook behind its Service). The containerd, kubelet and CNI state live under the
-node's folder; the cgroups of its pods under one cgroup of its own in every hierarchy. `stop()` removes every
-pod, stops the processes, unmounts what the kubelet and containerd mounted and removes the bridge, the network
-namespaces and the cgroups, so nothing is left running.
+Everything stays on this machine: the bridge's subnet and the Service CIDR are in 198.18.0.0/15 (RFC 2544's
+benchmarking range, never routed), the node's InternalIP is the bridge's own address, where the apiserver of the
+node's cluster listens too (`bridge_up()` comes first: tests/e2e/test_deployed.py); the apiserver dials that
+address (kubelet logs) and the pods' addresses (a webhook behind its Service), and pods reach the apiserver
+through the `kubernetes` Service as kube-proxy (iptables mode, removed with `--cleanup` on stop) routes it. The
+containerd, kubelet and CNI state live under the node's folder; the cgroups of its pods under one cgroup of its
+own in every hierarchy. `stop()` removes every pod, stops the processes, unmounts what the kubelet and containerd
+mounted and removes kube-proxy's rules, the bridge, the network namespaces and the cgroups, so nothing is left
+running.
 
 What stands in for a GPU host: the node advertises `nvidia.com/gpu` by its status (as the extended-resource
 documentation patches a node), not through the NVIDIA device plugin; the containerd runtime `nvidia`, behind the
@@ -37,6 +40,7 @@ NAME = "e2e-node"
 BRIDGE = "gpa-e2e0"
 SUBNET = "198.18.7.0/24"
 NODE_IP = "198.18.7.1"
+SERVICE_CIDR = "198.18.8.0/24"  # the node's cluster's Service IPs: kube-proxy turns them into endpoints
 GPUS = 4
 CNI_BIN = Path("/usr/lib/cni")
 CGROUP_FS = Path("/sys/fs/cgroup")
@@ -124,33 +128,18 @@ class Node:
             self._import(images.ensure(self.cluster.chain))
             self._kubelet()
             self._wait_ready()
+            self._kube_proxy()
         except BaseException:
             self.stop()
             raise
         return self
 
     def _preflight(self) -> None:
-        if os.geteuid() != 0:
-            raise NodeUnavailable("the e2e node needs root (the kubelet, containerd and runc run as root)")
-        missing = [c for c in CGROUP_CONTROLLERS if not (CGROUP_FS / c / "cgroup.procs").is_file()]
-        if missing:
-            raise NodeUnavailable(f"the e2e node needs the cgroup v1 controllers {', '.join(missing)} mounted under "
-                                  f"{CGROUP_FS}")
-        tools = [t for t in ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "skopeo")
-                 if shutil.which(t) is None]
-        tools += [str(CNI_BIN / p) for p in ("bridge", "host-local", "loopback") if not (CNI_BIN / p).is_file()]
-        if tools:
-            raise NodeUnavailable(f"the e2e node needs {', '.join(tools)} (Debian's containerd, runc, skopeo, "
-                                  "iproute2 and containernetworking-plugins; .ci/run installs them)")
+        preflight()
 
     def _network(self) -> None:
-        """The bridge first, with the node's address, so that the kubelet can report it before the first pod;
-        the CNI bridge plugin then attaches each pod's veth to it."""
-        if _ip("link", "show", BRIDGE, check=False).returncode == 0:  # left by a run that was killed
-            _ip("link", "delete", BRIDGE)
-        _ip("link", "add", "name", BRIDGE, "type", "bridge")
-        _ip("addr", "add", f"{NODE_IP}/24", "dev", BRIDGE)
-        _ip("link", "set", BRIDGE, "up")
+        if _ip("link", "show", BRIDGE, check=False).returncode != 0:
+            bridge_up()
         self.netns_before = set(os.listdir(NETNS)) if NETNS.is_dir() else set()
         conf = self.root / "cni" / "net.d"
         conf.mkdir(parents=True, exist_ok=True)
@@ -158,8 +147,9 @@ class Node:
             "cniVersion": "1.0.0", "name": "e2e",
             "plugins": [{"type": "bridge", "bridge": BRIDGE, "isGateway": True, "ipMasq": False,
                          "hairpinMode": True,
+                         # the node's address is the pods' gateway: Service IPs (kube-proxy's rules) are behind it
                          "ipam": {"type": "host-local", "ranges": [[{"subnet": SUBNET, "gateway": NODE_IP}]],
-                                  "dataDir": str(self.root / "cni" / "ipam")}}],
+                                  "routes": [{"dst": "0.0.0.0/0"}], "dataDir": str(self.root / "cni" / "ipam")}}],
         }, indent=2))
 
     def _cgroups(self) -> None:
@@ -283,6 +273,34 @@ class Node:
                        input=json.dumps({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
                                          "metadata": {"name": "nvidia"}, "handler": "nvidia"}).encode())
 
+    def _kube_proxy(self) -> None:
+        """The Services' ClusterIPs on this machine's iptables, as kube-proxy keeps them on every node: pods reach
+        the apiserver through the `kubernetes` Service (the audit and the uninstall hook read the cluster). It
+        touches no sysctl: no conntrack tuning, no localhost NodePorts."""
+        cluster = self.cluster
+        cert, key = cluster.issue("kube-proxy", "system:kube-proxy")
+        kubeconfig = self.root / "kube-proxy.kubeconfig"
+        kubeconfig.write_text(kubeconfig_text(cluster.server, cluster.ca, cert=cert, key=key, user="system:kube-proxy"))
+        config = {
+            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
+            "clientConnection": {"kubeconfig": str(kubeconfig)}, "hostnameOverride": NAME,
+            "mode": "iptables", "clusterCIDR": SUBNET, "bindAddress": NODE_IP,
+            "healthzBindAddress": f"127.0.0.1:{free_port()}", "metricsBindAddress": f"127.0.0.1:{free_port()}",
+            "iptables": {"localhostNodePorts": False},
+            "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
+        }
+        path = self.root / "kube-proxy.yaml"
+        path.write_text(json.dumps(config, indent=2))
+        self._spawn("kube-proxy", [str(cluster.chain.binary("kube-proxy")), f"--config={path}", "--v=1"])
+        service = f"{cluster.kubernetes_service_ip}:443"
+
+        def routed() -> bool:
+            done = subprocess.run(["iptables", "-t", "nat", "-S", "KUBE-SERVICES"], capture_output=True, text=True,
+                                  timeout=30, check=False)
+            return cluster.kubernetes_service_ip in done.stdout
+
+        _wait(routed, f"kube-proxy's rules for {service}", self.processes["kube-proxy"], self.root)
+
     # --------------------------------------------------------------------------------------------- stop
 
     def stop(self) -> None:
@@ -291,13 +309,16 @@ class Node:
         kubelet = self.processes.get("kubelet")
         if kubelet is not None and kubelet.poll() is None:
             self._drain()
-        for name in ("kubelet", "containerd"):
+        for name in ("kube-proxy", "kubelet", "containerd"):
             _stop(self.processes.pop(name, None))
+        if self.cluster.chain.binary("kube-proxy").is_file():  # its iptables chains, all of them
+            subprocess.run([str(self.cluster.chain.binary("kube-proxy")), "--cleanup"], capture_output=True,
+                           timeout=60, check=False)
         self._kill_leftover_tasks()
         self._unmount()
         for entry in (set(os.listdir(NETNS)) if NETNS.is_dir() else set()) - self.netns_before:
             subprocess.run(["ip", "netns", "delete", entry], capture_output=True, check=False)
-        _ip("link", "delete", BRIDGE, check=False)
+        bridge_down()
         self._remove_cgroups()
         self._remove_log_links()
 
@@ -358,6 +379,36 @@ class Node:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def preflight() -> None:
+    """Root, the cgroup controllers and the tools the node runs; NodeUnavailable names what is missing."""
+    if os.geteuid() != 0:
+        raise NodeUnavailable("the e2e node needs root (the kubelet, containerd and runc run as root)")
+    missing = [c for c in CGROUP_CONTROLLERS if not (CGROUP_FS / c / "cgroup.procs").is_file()]
+    if missing:
+        raise NodeUnavailable(f"the e2e node needs the cgroup v1 controllers {', '.join(missing)} mounted under "
+                              f"{CGROUP_FS}")
+    tools = [t for t in ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "skopeo")
+             if shutil.which(t) is None]
+    tools += [str(CNI_BIN / p) for p in ("bridge", "host-local", "loopback") if not (CNI_BIN / p).is_file()]
+    if tools:
+        raise NodeUnavailable(f"the e2e node needs {', '.join(tools)} (Debian's containerd, runc, skopeo, "
+                              "iproute2 and containernetworking-plugins; .ci/run installs them)")
+
+
+def bridge_up() -> None:
+    """The node's bridge with its address, before the cluster whose apiserver listens there and before the
+    kubelet that reports it; the CNI bridge plugin then attaches each pod's veth to it."""
+    bridge_down()  # one left by a run that was killed
+    _ip("link", "add", "name", BRIDGE, "type", "bridge")
+    _ip("addr", "add", f"{NODE_IP}/24", "dev", BRIDGE)
+    _ip("link", "set", BRIDGE, "up")
+
+
+def bridge_down() -> None:
+    if _ip("link", "show", BRIDGE, check=False).returncode == 0:
+        _ip("link", "delete", BRIDGE, check=False)
 
 
 def _hierarchies() -> list[str]:

@@ -20,7 +20,6 @@ import tomllib
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import yaml
@@ -71,14 +70,17 @@ def deployed(tmp_path_factory):
     import helm_python
 
     root = tmp_path_factory.mktemp("deployed")
-    cluster = Cluster(root / "cluster", scheduler=True).start()
+    try:
+        nodelib.preflight()
+        nodelib.bridge_up()
+    except nodelib.NodeUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    cluster = Cluster(root / "cluster", scheduler=True, address=nodelib.NODE_IP, service_cidr=nodelib.SERVICE_CIDR)
     node = nodelib.Node(cluster, root / "node", images={IMAGE: ARCHIVE})
     helm = None
     try:
-        try:
-            node.start()
-        except nodelib.NodeUnavailable as exc:
-            pytest.fail(str(exc), pytrace=False)
+        cluster.start()
+        node.start()
         kubectl = Kubectl(cluster.kubectl, cluster.kubeconfig)
         for crd in CRDS:  # what the audit CronJob writes
             kubectl.run("apply", "-f", str(crd))
@@ -90,11 +92,18 @@ def deployed(tmp_path_factory):
         deployed.ready_seconds = time.monotonic() - started
         yield deployed
     finally:
-        if helm is not None:
-            helm.uninstall(RELEASE, ignore_not_found=True, wait="watcher", timeout=120)
-            helm.close()
-        node.stop()
-        cluster.stop()
+        # Each step whatever the one before did: a release that cannot be uninstalled must not leave the node
+        # and its containers running.
+        try:
+            if helm is not None:
+                helm.close()
+        finally:
+            try:
+                cluster.stop_controllers()
+                node.stop()
+            finally:
+                cluster.stop()
+                nodelib.bridge_down()
 
 
 def namespace(deployed: Deployed, name: str) -> str:
@@ -125,6 +134,7 @@ class Stream:
 
     cluster: Cluster
     namespace: str
+    patched: bool = True  # every created pod carries the webhook's patch (not once its configurations are gone)
     interval: float = 0.1
     sent: int = 0
     failures: list[str] = field(default_factory=list)
@@ -145,7 +155,8 @@ class Stream:
                 self.sent += 1
                 try:
                     with urllib.request.urlopen(request, context=context, timeout=30) as answer:
-                        if answer.status != 201 or json.loads(answer.read())["spec"].get("runtimeClassName") != "nvidia":
+                        patched = json.loads(answer.read())["spec"].get("runtimeClassName") == "nvidia"
+                        if answer.status != 201 or (self.patched and not patched):
                             self.failures.append(f"{answer.status}: not patched")
                 except urllib.error.HTTPError as exc:
                     self.failures.append(f"{exc.code}: {json.loads(exc.read()).get('message', '')}")
@@ -220,8 +231,8 @@ def _logs(deployed: Deployed, namespace: str, pod: str, container: str) -> dict[
     text = deployed.kubectl.run("logs", pod, "-n", namespace, "-c", container).stdout
     facts: dict[str, list[str]] = {}
     for line in text.splitlines():
-        key, _, value = line.partition(": " if not line.startswith("uid=") else "=")
-        facts.setdefault(key.rstrip(":"), []).append(value.strip())
+        key, _, value = line.partition("=") if line.startswith("uid=") else line.partition(":")
+        facts.setdefault(key, []).append(value.strip())
     return facts
 
 
@@ -312,9 +323,13 @@ def test_the_audit_cronjob_s_job_runs_on_the_node_and_writes_its_reports(deploye
     name = namespace(deployed, "ml-audited")
     deployed.kubectl.create(probe_pod(name, "overrides-in-cluster"))  # admitted, then audited
     deployed.kubectl.run("create", "job", "audit-now", f"--from=cronjob/{RELEASE}-audit", "-n", NAMESPACE)
-    status = wait_for(lambda: (s := deployed.kubectl.json("get", "job", "audit-now", "-n", NAMESPACE)["status"])
-                      .get("succeeded") or s.get("failed") and s, "the audit Job", timeout=180, interval=1)
-    assert status == 1, status  # succeeded: 1
+    def finished() -> dict | None:
+        status = deployed.kubectl.json("get", "job", "audit-now", "-n", NAMESPACE)["status"]
+        return status if status.get("succeeded") or status.get("failed") else None
+
+    status = wait_for(finished, "the audit Job", timeout=180, interval=1)
+    logs = deployed.kubectl.run("logs", "job/audit-now", "-n", NAMESPACE, check=False)
+    assert status.get("succeeded") == 1, (status, logs.stdout[-2000:], logs.stderr[-2000:])
     (pod,) = deployed.kubectl.json("get", "pods", "-n", NAMESPACE, "-l", "job-name=audit-now")["items"]
     assert pod["spec"]["nodeName"] == nodelib.NAME
     reports = deployed.kubectl.json("get", "policyreports", "-n", name)["items"]
@@ -325,9 +340,16 @@ def test_uninstall_removes_the_webhook_configurations_before_the_pods_under_a_st
     name = namespace(deployed, "ml-uninstall")
     assert _webhook_configurations(deployed.kubectl) == [f"validatingwebhookconfigurations/{RELEASE}",
                                                          f"mutatingwebhookconfigurations/{RELEASE}"]
-    with Stream(deployed.cluster, name) as stream:
+    import helm_python
+
+    # once the hook deleted the configurations, pods are created unpatched: that is the uninstall, not a failure
+    with Stream(deployed.cluster, name, patched=False) as stream:
         time.sleep(2)
-        deployed.helm.uninstall(RELEASE, wait="watcher", timeout=180)
+        try:
+            deployed.helm.uninstall(RELEASE, wait="watcher", timeout=180)
+        except helm_python.errors.HelmError as exc:
+            logs = deployed.kubectl.run("logs", f"job/{RELEASE}-cleanup", "-n", NAMESPACE, check=False)
+            raise AssertionError(f"{exc}\nthe hook's log:\n{logs.stdout}{logs.stderr}") from exc
         time.sleep(2)
     assert _webhook_configurations(deployed.kubectl) == []
     assert stream.failures == []

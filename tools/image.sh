@@ -9,9 +9,10 @@
 #   bookworm's minbase (slimmed as the official image is: no docs, man pages or locales) from the Debian
 #   archive and it is stored under that name, so the Dockerfile is built unchanged.
 # - pip inside the build installs from the wheelhouse (`make wheelhouse`, the lock's files checked by hash), mounted
-#   read-only at /wheels, and told so through the build stage's PIP_NO_INDEX and PIP_FIND_LINKS build arguments:
-#   a mount and arguments, never a layer of the final image (a mounted /etc/pip.conf would leave its empty mount
-#   point in one); a Docker build without them installs from PyPI.
+#   read-only at /mnt, and told so through the build stage's PIP_NO_INDEX and PIP_FIND_LINKS build arguments: a
+#   mount and arguments, never a layer. /mnt, the place for a temporary mount, is in the base image already; a
+#   mount at a new path (/wheels, /etc/pip.conf) would leave its empty mount point in a layer of the final image.
+#   A Docker build without the arguments installs from PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 3 ] || { echo "usage: $0 VERSION ARCHIVE WHEELHOUSE" >&2; exit 2; }
@@ -76,7 +77,7 @@ fi
 
 # --layers: a rebuild reuses every step whose inputs did not change (the apt steps, the lock's install).
 bah bud --quiet --signature-policy "$store/policy.json" --pull=false --layers --timestamp "$epoch" \
-  --identity-label=false --volume "$wheelhouse:/wheels:ro" --build-arg PIP_NO_INDEX=1 --build-arg PIP_FIND_LINKS=/wheels \
+  --identity-label=false --volume "$wheelhouse:/mnt:ro" --build-arg PIP_NO_INDEX=1 --build-arg PIP_FIND_LINKS=/mnt \
   --file Dockerfile --tag "$name" . >/dev/null
 mkdir -p "$(dirname "$archive")"
 rm -f "$archive"

@@ -7,8 +7,14 @@ STAMP := $(VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DIST := dist
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+# The files the lock pins (their hashes checked) and the build backend: what the install tests and `make image`
+# install from, with no index (tests/install), so that neither reaches PyPI.
+WHEELHOUSE := build/wheelhouse
+WHEELHOUSE_STAMP := $(WHEELHOUSE)/.complete
+IMAGE := $(DIST)/gpu-admission-$(VERSION).oci.tar
 
-.PHONY: install test lint e2e e2e-cluster run bench certs schema docs messages lock chart clean intree
+.PHONY: install wheelhouse image test lint e2e e2e-cluster run bench certs schema docs messages lock chart clean intree
 
 # The runtime dependencies at the lock's versions first (what the image runs), then the project and
 # its test tools.
@@ -27,7 +33,24 @@ $(CHECKOV_STAMP):
 
 install: $(STAMP) $(CHECKOV_STAMP)
 
-test: install
+$(WHEELHOUSE_STAMP): requirements.lock pyproject.toml | $(STAMP)
+	$(BIN)/pip download --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements.lock \
+		--dest $(WHEELHOUSE)
+	$(BIN)/pip download --quiet --disable-pip-version-check --no-deps 'setuptools>=77' --dest $(WHEELHOUSE)
+	touch $@
+
+wheelhouse: $(WHEELHOUSE_STAMP)
+
+# The Dockerfile built with buildah, no registry needed (tools/image.sh says how): dist/gpu-admission-<version>.oci.tar,
+# holding docker.io/library/gpu-admission:<version>. Rebuilt when what goes into the image changes.
+$(IMAGE): Dockerfile .dockerignore requirements.lock pyproject.toml README.md tools/image.sh $(WHEELHOUSE_STAMP) \
+		$(shell find webhook -type f -not -name '*.py[co]' 2>/dev/null)
+	tools/image.sh $(VERSION) $@ $(WHEELHOUSE) >/dev/null
+
+image: $(IMAGE)
+	@echo $(IMAGE)
+
+test: install wheelhouse image
 	$(BIN)/pytest
 
 # Configured in pyproject.toml: mypy (strict on webhook/policy and webhook/objects), ruff, import-linter.

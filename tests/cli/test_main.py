@@ -57,13 +57,13 @@ def test_help_lists_every_command(capsys):
 
 SERVER_AND_CLUSTER = ("kubernetes", "urllib3", "flask", "werkzeug", "gunicorn", "gevent", "cryptography",
                       "prometheus_client")
-WITHOUT_EXTRAS = """
+WITHOUT_EXTRAS = f"""
 import sys
-for name in %r:
+for name in {SERVER_AND_CLUSTER!r}:
     sys.modules[name] = None  # as if not installed: importing it raises ModuleNotFoundError
 from webhook.cli.main import main
 sys.exit(main(sys.argv[1:]))
-""" % (SERVER_AND_CLUSTER,)
+"""
 
 
 @pytest.mark.parametrize(("argv", "code", "said"), [

@@ -50,7 +50,7 @@ $(IMAGE): Dockerfile .dockerignore requirements.lock pyproject.toml README.md to
 image: $(IMAGE)
 	@echo $(IMAGE)
 
-test: install wheelhouse image
+test: install wheelhouse
 	$(BIN)/pytest
 
 # Configured in pyproject.toml: mypy (strict on webhook/policy and webhook/objects), ruff, import-linter.
@@ -59,15 +59,16 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# The suite through a real control plane (tests/e2e): builds kube-apiserver, kube-controller-manager, kubectl,
+# The image as built (tests/image: read, then run under runc) and the suite through a real control plane
+# (tests/e2e): builds kube-apiserver, kube-controller-manager, kubectl,
 # kube-scheduler, the kubelet and etcd from the pinned Go modules when missing (tests/e2e/.bin/,
 # E2E_KUBERNETES=1.34|1.37) and the node's pause and probe images (tests/e2e/.images/), starts them on loopback
 # and a bridge of this machine, runs tests/e2e, stops everything. E2E_ARGS go to pytest (e.g. -k denial,
 # --update-golden).
-e2e: $(STAMP)
+e2e: $(STAMP) image
 	$(BIN)/python tests/e2e/build.py
 	$(BIN)/python tests/e2e/images.py
-	$(BIN)/pytest -m e2e tests/e2e $(E2E_ARGS)
+	$(BIN)/pytest -m e2e tests/e2e tests/image $(E2E_ARGS)
 
 # The same control plane kept running for manual use: prints the KUBECONFIG line, Ctrl-C stops it.
 e2e-cluster: $(STAMP)

@@ -26,7 +26,7 @@ from tests.chart.conftest import CHART, rendered_set
 from tests.support import REPO, free_port
 from tests.test_release import VERSION
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # `make e2e`, after `make image`
 
 REFERENCE = f"docker.io/library/gpu-admission:{VERSION}"
 ARCHIVE = REPO / "dist" / f"gpu-admission-{VERSION}.oci.tar"

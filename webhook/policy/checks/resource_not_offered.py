@@ -107,7 +107,7 @@ def mig_problem(cohort: Cohort, info: DeviceClassInfo, leaf: DeviceRequest,
     if not asked:
         return None
     table_text = ", ".join(f"{p}×{n}" for p, n in cohort.mig_profiles.items())
-    return (T("it selects the MIG profile {profiles}, which the cohort's GPU model cannot host (its MIG profile "
+    return (T("it selects the MIG profile {profiles}, which no GPU of the cohort's model can host (its MIG profile "
               "table: {table})", profiles=names(asked), table=table_text),
             T("select a profile of the cohort's table, e.g. {profile}", profile=table[0]))
 

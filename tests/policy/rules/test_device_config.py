@@ -35,6 +35,10 @@ CHANNEL = request("channel", "compute-domain-default-channel.nvidia.com")
 DOMAIN = "1f5a7f4e-2c8b-4d0e-9b1a-7e3c5d9f0a21"
 
 
+MIG_OR_GPU = {"name": "dev", "firstAvailable": [{"name": "slice", "deviceClassName": "mig.nvidia.com"},
+                                               {"name": "whole", "deviceClassName": "gpu.nvidia.com"}]}
+
+
 def gpus(*config, req=GPUS):
     return claim_template("shared-gpus", req, config=list(config))
 
@@ -141,13 +145,11 @@ case("device-config-mig-config-on-gpu-request",
      gpus(nvidia_config("MigDeviceConfig", requests=["gpu"], sharing=MPS)), ("device-config", f"{P}.requests[0]"),
      policy="dra-demos")
 case("device-config-first-available-alternative-pass",
-     claim_template("mig-or-gpu", {"name": "dev", "firstAvailable": [
-         {"name": "slice", "deviceClassName": "mig.nvidia.com"}, {"name": "whole", "deviceClassName": "gpu.nvidia.com"}]},
+     claim_template("mig-or-gpu", MIG_OR_GPU,
          config=[nvidia_config("MigDeviceConfig", requests=["dev/slice"], sharing=MPS),
                  nvidia_config("GpuConfig", requests=["dev/whole"], sharing=MPS)]), policy="dra-demos")
 case("device-config-first-available-alternative-of-another-type",
-     claim_template("mig-or-gpu", {"name": "dev", "firstAvailable": [
-         {"name": "slice", "deviceClassName": "mig.nvidia.com"}, {"name": "whole", "deviceClassName": "gpu.nvidia.com"}]},
+     claim_template("mig-or-gpu", MIG_OR_GPU,
          config=[nvidia_config("GpuConfig", requests=["dev/slice"], sharing=MPS)]),
      ("device-config", f"{P}.requests[0]"), policy="dra-demos")
 # ---- VFIO passthrough: what the driver's own webhook refuses, its kubelet plugin prepares

@@ -56,7 +56,7 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
     out: list[Finding] = []
     for config in spec.configs:
         driver = config.driver
-        if driver not in DRIVER_KINDS:
+        if driver is None or driver not in DRIVER_KINDS:
             continue
         # the device requests the config applies to, as the plugin picks them
         named: list[DeviceRequest] = []

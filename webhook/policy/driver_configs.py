@@ -72,6 +72,8 @@ _VALUE_WORDS = {bool: T("a boolean"), int: T("a number"), float: T("a number"), 
 
 STRICT = T("the driver decodes its configs strictly and refuses what its API does not have (names are "
            "case-sensitive)")
+_DECODE_WHY = T("the driver decodes a config by its apiVersion and kind, and knows only {group_version}",
+                group_version=GROUP_VERSION)
 _UUID_KEY = re.compile(r"^(GPU|MIG)-[0-9A-Za-z-/]+$")
 _INDEX_KEY = re.compile(r"^[+-]?\d+$")  # strconv.Atoi
 
@@ -146,16 +148,24 @@ class _Reader:
             self.wrong_type(f"{path}.{key}", value, A_BOOLEAN)
 
 
+_WHOLE = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+_SCALES = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
 def _quantity(value: object) -> int | None:
     """A resource.Quantity's Value() (whole units, rounded up), as it unmarshals from JSON; None when it
     does not parse."""
     if type(value) is int:
         return value
-    text = repr(value) if type(value) is float else value if type(value) is str else None
+    text = repr(value) if type(value) is float else value.strip() if type(value) is str else None
     if text is None:
         return None
+    whole = _WHOLE.match(text)  # the usual shape ("10Gi"), in integers
+    if whole:
+        return int(whole.group(1)) * _SCALES[whole.group(2)]
     try:
-        thousandths = milli(text.strip())
+        thousandths = milli(text)
     except ValueError:
         return None
     return math.ceil(thousandths / 1000)
@@ -178,18 +188,15 @@ def read(parameters: object, base: str, driver: str, devices: int | None) -> tup
         return None, r.out
     api_version = r.string(parameters, "apiVersion", path)
     kind = r.string(parameters, "kind", path)
-    decode_why = T("the driver decodes a config by its apiVersion and kind, and knows only {group_version}",
-                   group_version=GROUP_VERSION)
-    set_version = T("set apiVersion: {group_version}", group_version=GROUP_VERSION)
     kinds = DRIVER_KINDS[driver]
-    at = f"{path}.apiVersion"
-    if not api_version and _absent(parameters, "apiVersion"):
-        r.out.append(Problem(at, T("{path} is missing", path=at), decode_why, set_version))
-    elif api_version and api_version != GROUP_VERSION:
-        r.out.append(Problem(at, T('{path} is "{value}"', path=at, value=api_version), decode_why, set_version))
+    if api_version != GROUP_VERSION and (api_version or _absent(parameters, "apiVersion")):
+        at = f"{path}.apiVersion"
+        r.out.append(Problem(at, T('{path} is "{value}"', path=at, value=api_version) if api_version else
+                             T("{path} is missing", path=at), _DECODE_WHY,
+                             T("set apiVersion: {group_version}", group_version=GROUP_VERSION)))
     if not kind:
         if _absent(parameters, "kind"):
-            r.out.append(Problem(f"{path}.kind", T("{path} is missing", path=f"{path}.kind"), decode_why,
+            r.out.append(Problem(f"{path}.kind", T("{path} is missing", path=f"{path}.kind"), _DECODE_WHY,
                                  T("set kind to one of: {kinds}", kinds=Joined(kinds))))
         return None, r.out
     if kind not in DECODED_KINDS:

@@ -34,6 +34,7 @@ class Rule(str, enum.Enum):
     RUNTIME_CLASS_CONFLICT = "runtime-class-conflict"
     RUN_AS_ROOT = "run-as-root"
     CLAIM_SHAPE = "claim-shape"
+    DEVICE_CONFIG = "device-config"
     LEGACY_API = "legacy-api"
     UNRESOLVED_CLAIM = "unresolved-claim"
     UNSATISFIABLE_REQUEST = "unsatisfiable-request"
@@ -89,6 +90,9 @@ RULES: dict[Rule, RuleInfo] = {
         "GPU runtime and security", default=Action.WARN),
     Rule.CLAIM_SHAPE: RuleInfo(
         "GPU claims with allocationMode All, too many devices, adminAccess, or no exactly/firstAvailable",
+        "DRA claims"),
+    Rule.DEVICE_CONFIG: RuleInfo(
+        "an opaque config of the NVIDIA DRA drivers that the driver refuses (kind, fields, values, requests)",
         "DRA claims"),
     Rule.LEGACY_API: RuleInfo("DRA shapes that no Kubernetes 1.34+ cluster accepts", "DRA claims"),
     Rule.UNRESOLVED_CLAIM: RuleInfo(

@@ -182,7 +182,9 @@ def _real_pods():
 REFUSED_REAL_PODS = {"shape-operator-cuda-validator-in-a-team-namespace", "shape-dra-vfio-pod",
                      "shape-dra-time-sliced-pod", "shape-dra-imex-pod-host-channels",
                      "shape-kai-gpu-fraction-visible-devices", "shape-kai-gpu-fraction-mps-host-pipe",
-                     "shape-volcano-vgpu-pod-visible-devices"}
+                     "shape-volcano-vgpu-pod-visible-devices",
+                     # the DRA driver's demos of MPS, time-slicing and VFIO on the default cohort (exclusive full GPUs)
+                     "gpu-test-mps-test-pod", "gpu-test5-pod0", "gpu-test-vfio-pod1"}
 
 
 def test_every_refused_pod_is_among_the_cases():

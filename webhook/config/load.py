@@ -290,7 +290,9 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
         f.error("nodeLabels", "must select the cohort's nodes with at least one label")
     tolerations = tuple(t for p, d in f.mappings("tolerations") if (t := _toleration(d, p, errors)))
 
-    dp_fields = ("runtimeClassName", "resources", "extraResources", "migStrategy", "mig", "timeSlicing", "mps")
+    # `mig` (the GPU model's profile table) is both mechanisms': the device plugin advertises its profiles, the DRA
+    # driver publishes MIG devices of them
+    dp_fields = ("runtimeClassName", "resources", "extraResources", "migStrategy", "timeSlicing", "mps")
     dra_fields = ("driver", "deviceTypes", "deviceClasses", "maxDevicesPerClaim", "sharingStrategies",
                   "adminAccessNamespaces")
     wrong = dra_fields if mechanism == DEVICE_PLUGIN else dp_fields if mechanism == DRA else ()
@@ -322,6 +324,7 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
         kwargs["max_devices_per_claim"] = f.get("maxDevicesPerClaim", int, 8, _at_least(1))
         kwargs["sharing_strategies"] = f.strings("sharingStrategies", _one_of(DRA_SHARING))
         kwargs["admin_access_namespaces"] = f.strings("adminAccessNamespaces", _pattern(_DNS_LABEL, "namespace"))
+        kwargs["mig_profiles"] = MappingProxyType(_mig_profiles(f, errors))
     f.done()
     if len(errors) > start or not name or not mechanism:
         return None

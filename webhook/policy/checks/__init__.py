@@ -4,6 +4,7 @@ from webhook.policy.checks import (
     claim_shape,
     cohort_mismatch,
     device_access_bypass,
+    device_config,
     double_mechanism,
     legacy_api,
     resource_not_offered,
@@ -37,6 +38,7 @@ REGISTRY: tuple[Check, ...] = (
     # DRA objects on their own: the object's API first, then its requests
     Check(legacy_api, DRA_OBJECTS),
     Check(claim_shape, CLAIMS),
+    Check(device_config, CLAIMS),
     Check(sharing_not_enabled, CLAIMS),
     Check(resource_not_offered, CLAIMS),
 )

@@ -39,9 +39,9 @@ def by_name(results):
 def test_real_manifests_verdicts(capsys):
     code, out, err = run(capsys, "check", "-o", "json", str(REAL_MANIFESTS))
     results = json.loads(out)
-    # the shared fixtures' manifests are all admitted (the denied shapes are written here: the test below)
-    assert [(r["namespace"], r["name"]) for r in results if not r["allowed"]] == []
-    assert code == 0, err
+    # denied: exactly what the verdict table of tests/policy/rules/test_real_manifests.py denies
+    assert {(r["kind"], r["name"]) for r in results if not r["allowed"]} == _table_denials()
+    assert code == 1, err
     assert all(set(r) == FIELDS for r in results)
     r = by_name(results)
     # DRA quickstart pods are allowed and placed on the DRA cohort, with no runtime class
@@ -74,6 +74,11 @@ def test_real_manifests_verdicts(capsys):
     assert namespaces >= 3 and err.count("skipped, kind Namespace") == namespaces
 
 
+def _table_denials() -> set[tuple[str, str]]:
+    from tests.policy.rules.test_real_manifests import TABLE
+    return {(kind, name) for rows in TABLE.values() for kind, name, verdict, _ in rows if verdict is False}
+
+
 def _gpu_stack_shapes():
     """Public GPU stacks' shapes written here (tests/policy/rules/test_gpu_stack_shapes.py says which each mimics)."""
     from tests.policy.rules import test_gpu_stack_shapes as s
@@ -92,7 +97,9 @@ def test_gpu_stack_shapes_beside_the_real_manifests(capsys, tmp_path):
     shapes.write_text(yaml.safe_dump_all(_gpu_stack_shapes()))
     code, out, err = run(capsys, "check", "-o", "json", str(REAL_MANIFESTS), str(shapes))
     results = json.loads(out)
-    denied = {(r["namespace"], r["name"]) for r in results if not r["allowed"]}
+    denied = {(r["namespace"], r["name"]) for r in results if not r["allowed"] and r["namespace"] == "team-a"}
+    assert {(r["kind"], r["name"]) for r in results if not r["allowed"] and r["namespace"] != "team-a"} \
+        == _table_denials()
     assert denied == {("team-a", "mig"), ("team-a", "vfio"), ("team-a", "time-sliced"), ("team-a", "mps-shared"),
                       ("team-a", "cuda-validator"), ("team-a", "nvdp")}
     assert code == 1, err

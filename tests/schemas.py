@@ -126,3 +126,15 @@ def crd_errors(obj: dict) -> list[str]:
     """What the apiserver would refuse (or prune) in `obj` by its CRD's openAPIV3Schema."""
     validator = _crd(obj["apiVersion"], obj["kind"])
     return [f"{'.'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(obj)]
+
+
+@functools.cache
+def _codeclimate() -> jsonschema.Draft7Validator:
+    """The Code Quality report's schema: a stand-in written here (tests/data/schemas/README.md)."""
+    schema = json.loads((STAND_INS / "codeclimate-issue.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft7Validator.check_schema(schema)
+    return jsonschema.Draft7Validator(schema)
+
+
+def codeclimate_errors(report: list) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in _codeclimate().iter_errors(report)]

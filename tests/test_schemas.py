@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.schemas import crd_errors, junit_errors, sarif_errors, validate_junit
+from tests.schemas import codeclimate_errors, crd_errors, junit_errors, sarif_errors, validate_junit
 from tests.support import REPO
 from webhook.audit.listing import ListFailure
 from webhook.audit.policyreport import OPENREPORTS, WGPOLICY, build_reports
@@ -284,3 +284,54 @@ def test_wgpolicy_reports_have_no_source_of_their_own():
     for report in _reports(WGPOLICY):
         report["source"] = "gpu-admission"
         assert any(e.startswith("(root): Additional properties") for e in crd_errors(report)), report["kind"]
+
+
+def _issues() -> list[dict]:
+    """`check -o codeclimate` over the real manifests (denials and warnings among them)."""
+    import contextlib
+    import io
+
+    from tests.support import REAL_MANIFESTS
+    from webhook.cli.main import main
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()):
+        main(["check", "-o", "codeclimate", str(REAL_MANIFESTS)])
+    issues = json.loads(buffer.getvalue())
+    assert {i["severity"] for i in issues} >= {"critical", "major"}
+    return issues
+
+
+def _issue_set(path: str, value: object) -> Callable[[list], None]:
+    def apply(issues: list) -> None:
+        node = issues[0]
+        *parents, last = path.split(".")
+        for key in parents:
+            node = node[key]
+        if value is _DELETE:
+            del node[last]
+        else:
+            node[last] = value
+    return apply
+
+
+CODECLIMATE_BROKEN = [
+    pytest.param(_issue_set("type", "finding"), "0/type: 'issue' was expected", id="type-not-issue"),
+    pytest.param(_issue_set("check_name", _DELETE), "0: 'check_name' is a required", id="no-check-name"),
+    pytest.param(_issue_set("description", "two\nlines"), "0/description: 'two\\nlines' does not match",
+                 id="description-on-two-lines"),
+    pytest.param(_issue_set("severity", "high"), "0/severity: 'high' is not one of", id="severity-outside-enum"),
+    pytest.param(_issue_set("categories", []), "0/categories: [] should be non-empty", id="no-category"),
+    pytest.param(_issue_set("location.lines.begin", 0), "0/location/lines/begin: 0 is less than the minimum",
+                 id="line-zero"),
+    pytest.param(_issue_set("location.path", _DELETE), "0/location: 'path' is a required", id="no-path"),
+    pytest.param(_issue_set("fingerprint", _DELETE), "0: 'fingerprint' is a required", id="no-fingerprint"),
+]
+
+
+@pytest.mark.parametrize("change, error", CODECLIMATE_BROKEN)
+def test_the_codeclimate_stand_in_refuses_a_broken_report(change, error):
+    issues = _issues()
+    assert codeclimate_errors(issues) == []
+    change(issues)
+    errors = codeclimate_errors(issues)
+    assert any(e.startswith(error) for e in errors), errors

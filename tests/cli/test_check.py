@@ -10,7 +10,7 @@ import yaml
 from tests.support import DATA, REAL_MANIFESTS, SEED
 from webhook.cli.main import main
 
-FIELDS = {"kind", "namespace", "name", "source", "allowed", "violations", "patch"}
+FIELDS = {"formatVersion", "kind", "namespace", "name", "source", "allowed", "violations", "patch"}
 BAD_POD = """\
 apiVersion: v1
 kind: Pod

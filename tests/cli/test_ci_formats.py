@@ -1,15 +1,15 @@
 """`check -o sarif|junit|github` as CI systems read them: each validated against the official schema (OASIS'
 SARIF 2.1.0 schema, Jenkins' junit-10.xsd; tests/data/fixtures/schemas), over the real manifests, the seed's
-and NVIDIA's two real charts rendered by Helm and piped to `check -` (tests/data/fixtures/charts); findings located at the line of the offending field; exit codes
-with and without --fail-on-warn."""
+and NVIDIA's two real charts rendered by Helm and piped to `check -` (tests/data/fixtures/charts); findings
+located at the line of the offending field; exit codes with and without --fail-on-warn."""
 from __future__ import annotations
 
 import functools
-from collections import Counter
 import io
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 import helm_python

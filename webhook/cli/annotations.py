@@ -43,12 +43,14 @@ def _findings(subjects: Iterable[Subject], input_errors: Iterable[str]):
         for e in ev.errors:
             yield ("warning", f"{s.title}: " + render(T("rule {rule} failed internally: {error}", rule=e.rule.value,
                                                         error=e.error), ev.language), s.file, None, e.rule.value)
-    for e in input_errors:
-        yield "error", e, None, None, "input"
+    for text in input_errors:
+        yield "error", text, None, None, "input"
 
 
 def github_lines(subjects: Iterable[Subject], *, input_errors: Iterable[str] = ()) -> list[str]:
-    out, overflow, seen = [], [], Counter()
+    out: list[str] = []
+    overflow: list[str] = []
+    seen: Counter[str] = Counter()
     for command, message, file, line, rule in _findings(subjects, input_errors):
         seen[command] += 1
         if seen[command] <= CAP:

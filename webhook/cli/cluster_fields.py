@@ -63,14 +63,14 @@ def as_stored(objects: Iterable[dict], minor: int | None, gates: dict[str, bool]
     on = enabled(NEWEST if minor is None else minor, gates)
     out = []
     for obj in objects:
-        dropped = []
+        dropped: list[str] = []
         for f in FIELDS:
             if on[f.gate] or obj.get("kind") != f.kind:
                 continue
-            parent = obj
+            found: object = obj
             for key in f.path[:-1]:
-                parent = parent.get(key) if isinstance(parent, dict) else None
-            if isinstance(parent, dict) and f.path[-1] in parent:
+                found = found.get(key) if isinstance(found, dict) else None
+            if isinstance(found, dict) and f.path[-1] in found:
                 if not dropped:
                     obj = copy.deepcopy(obj)
                 parent = obj

@@ -109,7 +109,7 @@ def _run_file(path: Path) -> tuple[list[str], int, int]:
     inputs = read_inputs([str(here / r) for r in resources])
     if inputs.errors:
         raise TestFileError(f"{path}: {inputs.errors[0]}")
-    namespace = doc.get("namespace") if isinstance(doc.get("namespace"), str) else "default"
+    namespace = doc["namespace"] if isinstance(doc.get("namespace"), str) else "default"
     evaluations = [ev for _, ev in evaluate_inputs(inputs, policy, namespace)]
     title = doc.get("name") if isinstance(doc.get("name"), str) else str(path)
     lines, passed, failed = [], 0, 0

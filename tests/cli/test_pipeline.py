@@ -52,13 +52,6 @@ spec:
 """
 
 
-@pytest.fixture(autouse=True)
-def _no_ci(monkeypatch):
-    """The tests say whether they run "in CI" (the text output's default depends on it)."""
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-
-
 def run(capsys, monkeypatch, *argv: str, stdin: str | None = None) -> tuple[int, str, str]:
     if stdin is not None:
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))

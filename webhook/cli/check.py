@@ -21,13 +21,12 @@ from webhook.cli.common import (
     write_ci_output,
 )
 from webhook.cli.lines import LineFinder
-from webhook.cli.report import result_dict, summary, text_block
+from webhook.cli.report import JSON_FORMAT_VERSION, result_dict, summary, text_block
 from webhook.cli.subjects import Subject, warned
 from webhook.policy.messages import T, render
 
 STDIN = "<stdin>"
 FORMATS = ("text", "json", "sarif", "junit", "github", "codeclimate")
-JSON_FORMAT_VERSION = 2  # 2: formatVersion and each violation's line added to the results of version 1
 SHOWS = ("all", "failures", "summary")
 # Not checked, but read: the cluster's capacity that unsatisfiable-request compares requests with.
 CAPACITY_KINDS = ("Node", "ResourceSlice")

@@ -7,6 +7,8 @@ from webhook.rules import Action
 from webhook.text import pad
 
 _MARK = {Action.ENFORCE: T("deny"), Action.WARN: T("warn"), Action.AUDIT: T("audit")}
+# check's and audit's JSON: 2 added formatVersion and each violation's line to the results of version 1
+JSON_FORMAT_VERSION = 2
 
 
 def result_dict(ev: Evaluation, source) -> dict:

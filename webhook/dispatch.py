@@ -1,6 +1,6 @@
 """Which handler answers a checked AdmissionReview request, and which requests no rule may block.
 
-DESIGN.md section 7: DELETE, CONNECT, subresources other than `pods/ephemeralcontainers`, updates
+docs/architecture.md, Never blocked: DELETE, CONNECT, subresources other than `pods/ephemeralcontainers`, updates
 that change only status or metadata, and updates of a workload that leave its pod template as it was
 (replicas, suspend, parallelism: nothing the rules read) always go through, so that cleanup (claims,
 finalizers, Jobs) and scaling are never stuck behind a policy."""

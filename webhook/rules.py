@@ -1,6 +1,6 @@
 """Rule ids: the one source of truth used by messages, config, metrics, JSON output and docs.
 
-Ids are a public contract (DESIGN.md section 6): never rename one.
+Ids are a public contract (docs/architecture.md, Rule ids): never rename one.
 """
 from __future__ import annotations
 

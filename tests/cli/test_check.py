@@ -10,7 +10,7 @@ import yaml
 from tests.support import DATA, REAL_MANIFESTS, SEED
 from webhook.cli.main import main
 
-FIELDS = {"kind", "namespace", "name", "source", "allowed", "violations", "patch"}
+FIELDS = {"formatVersion", "kind", "namespace", "name", "source", "allowed", "violations", "patch"}
 BAD_POD = """\
 apiVersion: v1
 kind: Pod
@@ -57,12 +57,14 @@ cohorts:
 
 
 def test_real_manifests_pass_where_the_cohort_enables_what_they_use(capsys, tmp_path):
-    """`--config` with a DRA cohort that offers MIG (an A100 40GB's table), VFIO, time-slicing and MPS: every real
-    manifest is admitted, the DRA driver's opaque configs included (device-config)."""
+    """`--config` with a DRA cohort that offers MIG (an A100 40GB's table), VFIO, time-slicing and MPS: every demo of
+    the DRA driver is admitted, its opaque configs included (device-config)."""
     overlay = tmp_path / "demos.yaml"
     overlay.write_text(DEMOS_COHORT, encoding="utf-8")
-    code, out, err = run(capsys, "check", "-o", "json", "--config", str(overlay), str(REAL_MANIFESTS))
+    demos = sorted(str(p) for p in REAL_MANIFESTS.glob("kubernetes-sigs_dra-driver-nvidia-gpu__*.yaml"))
+    code, out, err = run(capsys, "check", "-o", "json", "--config", str(overlay), *demos)
     results = json.loads(out)
+    assert len(results) > 20
     assert [(r["namespace"], r["name"]) for r in results if not r["allowed"]] == []
     assert code == 0, err
     assert not any(v["rule"] == "device-config" for r in results for v in r["violations"])
@@ -71,10 +73,8 @@ def test_real_manifests_pass_where_the_cohort_enables_what_they_use(capsys, tmp_
 def test_real_manifests_verdicts(capsys):
     code, out, err = run(capsys, "check", "-o", "json", str(REAL_MANIFESTS))
     results = json.loads(out)
-    # the shared fixtures' manifests are admitted, except the DRA driver's demos of what the default DRA cohort
-    # (exclusive full GPUs) does not offer: MIG slices, VFIO passthrough, time-slicing and MPS (the test below
-    # admits them where the cohort enables them; the other denied shapes are written here)
-    assert sorted((r["namespace"], r["name"]) for r in results if not r["allowed"]) == sorted(DEMOS_REFUSED)
+    # denied: exactly what the verdict table of tests/policy/rules/test_real_manifests.py denies
+    assert {(r["kind"], r["name"]) for r in results if not r["allowed"]} == _table_denials()
     assert code == 1, err
     assert all(set(r) == FIELDS for r in results)
     r = by_name(results)
@@ -108,6 +108,11 @@ def test_real_manifests_verdicts(capsys):
     assert namespaces >= 3 and err.count("skipped, kind Namespace") == namespaces
 
 
+def _table_denials() -> set[tuple[str, str]]:
+    from tests.policy.rules.test_real_manifests import TABLE
+    return {(kind, name) for rows in TABLE.values() for kind, name, verdict, _ in rows if verdict is False}
+
+
 def _gpu_stack_shapes():
     """Public GPU stacks' shapes written here (tests/policy/rules/test_gpu_stack_shapes.py says which each mimics)."""
     from tests.policy.rules import test_gpu_stack_shapes as s
@@ -127,9 +132,11 @@ def test_gpu_stack_shapes_beside_the_real_manifests(capsys, tmp_path):
     shapes.write_text(yaml.safe_dump_all(_gpu_stack_shapes()))
     code, out, err = run(capsys, "check", "-o", "json", str(REAL_MANIFESTS), str(shapes))
     results = json.loads(out)
-    denied = {(r["namespace"], r["name"]) for r in results if not r["allowed"]}
+    denied = {(r["namespace"], r["name"]) for r in results if not r["allowed"] and r["namespace"] == "team-a"}
+    assert {(r["kind"], r["name"]) for r in results if not r["allowed"] and r["namespace"] != "team-a"} \
+        == _table_denials()
     assert denied == {("team-a", "mig"), ("team-a", "vfio"), ("team-a", "time-sliced"), ("team-a", "mps-shared"),
-                      ("team-a", "cuda-validator"), ("team-a", "nvdp"), *DEMOS_REFUSED}
+                      ("team-a", "cuda-validator"), ("team-a", "nvdp")}
     assert code == 1, err
     r = {(x["kind"], x["namespace"], x["name"]): x for x in results}
     assert r[("Pod", "team-a", "vfio")]["violations"][0]["rule"] == "resource-not-offered"

@@ -23,7 +23,7 @@ from webhook.cli.common import (
     write_ci_output,
 )
 from webhook.cli.exits import fail, warn
-from webhook.cli.report import result_dict
+from webhook.cli.report import JSON_FORMAT_VERSION, result_dict
 from webhook.cli.subjects import Subject, warned
 from webhook.lookups.apiserver import ApiError
 from webhook.lookups.cluster import ClusterResolver
@@ -155,7 +155,13 @@ def run(args) -> int:
             else EXIT_OK
         if args.output == "json":
             source = {"cluster": client.configuration.host}
-            results = [result_dict(a.evaluation, {**source, "resource": a.resource.qualified}) for a in audited]
+            # check's JSON format (its version; no file, so no line)
+            results = [{"formatVersion": JSON_FORMAT_VERSION,
+                        **result_dict(a.evaluation, {**source, "resource": a.resource.qualified})}
+                       for a in audited]
+            for r in results:
+                for v in r["violations"]:
+                    v["line"] = None
             results += [_failure_dict(f, source) for f in listing.failures]
             json.dump(results, sys.stdout, indent=2, ensure_ascii=False)
             sys.stdout.write("\n")

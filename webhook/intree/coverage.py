@@ -76,7 +76,7 @@ def _device_access(view: PodView, policy: Policy) -> bool:
 
 
 def _pinnable(policy: Policy) -> tuple[Cohort, ...]:
-    """The cohorts a nodeSelector of exactly their node labels binds a pod to (cohort resolution, DESIGN.md
+    """The cohorts a nodeSelector of exactly their node labels binds a pod to (cohort resolution, docs/architecture.md
     section 4): their labels tell them apart from every other cohort."""
     out = []
     for c in policy.cohorts:

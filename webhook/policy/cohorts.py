@@ -1,4 +1,4 @@
-"""Which cohort a pod spec is bound for (DESIGN.md section 4)."""
+"""Which cohort a pod spec is bound for (docs/architecture.md, Cohort resolution)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence

@@ -123,3 +123,12 @@ def test_every_allocation_owner_finding_reaches_a_webhook(row):
     assert any(v.rule is Rule.ALLOCATION_OWNER for v in ev.violations)
     decisions = decide(rendered_set("default"), obj, namespace=obj["metadata"].get("namespace", ""))
     assert "call" in decisions.values(), decisions
+
+
+def test_platform_device_annotations_reach_the_pod_webhooks_as_the_policy_lists_them():
+    from webhook.config.load import DEFAULT_PLATFORM_DEVICE_ANNOTATIONS
+
+    (hook,) = [h for _, h in rendered_set("default").webhooks() if h["name"] == "pods.validate.gpu-admission.io"]
+    conditions = " ".join(c["expression"] for c in hook["matchConditions"])
+    for prefix in DEFAULT_PLATFORM_DEVICE_ANNOTATIONS:
+        assert f"k.startsWith('{prefix}')" in conditions

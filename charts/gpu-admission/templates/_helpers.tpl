@@ -437,7 +437,8 @@ before meta is read, or ""). Every clause mirrors a rule's trigger (DESIGN.md se
   - a nodeSelector or required node affinity on a cohort's node label keys (cohort by selector);
   - a namespace with a configured default cohort (namespaceCohorts);
   - visible-devices variables in env, and envFrom when ConfigMap/Secret lookups can read its keys;
-  - hostPath volumes, mounts under the toolkit's device-list directory, CDI/NRI device annotations.
+  - hostPath volumes, mounts under the toolkit's device-list directory, CDI/NRI device annotations and a
+    platform's device-injection annotations (platformDeviceAnnotations).
 */}}
 {{- define "gpu-admission.celGpuRelevant" -}}
 {{- $root := .root -}}
@@ -481,7 +482,15 @@ before meta is read, or ""). Every clause mirrors a rule's trigger (DESIGN.md se
 {{- if .metaGuard -}}
 {{- $guard = printf "%s && " .metaGuard -}}
 {{- end -}}
-{{- $clauses = append $clauses (printf "(%shas(%s.annotations) && %s.annotations.exists(k, k.startsWith('cdi.k8s.io/') || k.startsWith('nvidia.cdi.k8s.io/') || k.startsWith('cdi-devices.nri.io/')))" $guard .meta .meta) -}}
+{{- $platform := list "devices.gke.io/container." -}}
+{{- if hasKey $p "platformDeviceAnnotations" -}}
+{{- $platform = default list $p.platformDeviceAnnotations -}}
+{{- end -}}
+{{- $injected := "" -}}
+{{- range $platform -}}
+{{- $injected = printf "%s || k.startsWith('%s')" $injected . -}}
+{{- end -}}
+{{- $clauses = append $clauses (printf "(%shas(%s.annotations) && %s.annotations.exists(k, k.startsWith('cdi.k8s.io/') || k.startsWith('nvidia.cdi.k8s.io/') || k.startsWith('cdi-devices.nri.io/')%s))" $guard .meta .meta $injected) -}}
 {{- if $nsCohorts -}}
 {{- $clauses = append $clauses (printf "request.namespace in %s" (include "gpu-admission.celList" $nsCohorts)) -}}
 {{- end -}}

@@ -25,11 +25,10 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     if info is not None and info.pod_spec_path is None and kind in _INFRASTRUCTURE:
         return _infrastructure(obj, kind, policy, resolver, user, old)
     if kind == "DeviceClass" and as_dict(obj.get("spec")).get("extendedResourceName"):
-        # allocation-owner: every class that maps the same extended resource
-        every = resolver.device_class_list()
-        if every.found:
-            return Context(classes=MappingProxyType(classes_from_objects(policy, every.value, {})),
-                           user=user or base_context(policy).user)
+        # allocation-owner: every class that maps the same extended resource, whatever its selectors select
+        base = base_context(policy)
+        return Context(classes=base.classes, extended=base.extended, user=user or base.user,
+                       operator=MappingProxyType({"deviceclasses": resolver.device_class_list()}))
     base = base_context(policy)
     claims: dict = {}
     class_names: set[str] = set()

@@ -238,6 +238,12 @@ case("allocation-owner-device-class-extended-twice",
      device_class("hybrid-gpu-extended", extended="nvidia.com/gpu"), ("allocation-owner", "spec.extendedResourceName"),
      docs=[device_class("gpu.nvidia.com", extended="nvidia.com/gpu")])
 
+case("allocation-owner-device-class-extended-twice-whatever-it-selects",
+     # what the classes select does not matter: both map the name
+     device_class("owner-second", driver="example.com", device_type=None, extended="example.com/owned-gpu"),
+     ("allocation-owner", "spec.extendedResourceName"),
+     docs=[device_class("owner-first", driver="example.com", device_type=None, extended="example.com/owned-gpu")])
+
 
 @pytest.mark.parametrize("row", TABLE.params)
 def test_allocation_owner(row, evaluate, golden):

@@ -230,9 +230,12 @@ def _device_class(facts: ObjectFacts, context: Context) -> list[Finding]:
     info = facts.device_class
     if info is None or not info.extended_resource_name:
         return []
-    name = info.name
-    others = sorted(n for n, c in context.classes.items()
-                    if n != name and c.extended_resource_name == info.extended_resource_name)
+    name, resource = info.name, info.extended_resource_name
+    listed = {_name(o): as_str(as_dict(o.get("spec")).get("extendedResourceName"))
+              for o in _listed(context, "deviceclasses")}
+    # the cluster's (or the given) classes, then the policy's list for those not among them
+    mapping = {**{n: c.extended_resource_name for n, c in context.classes.items()}, **listed}
+    others = sorted(n for n, mapped in mapping.items() if n != name and mapped == resource)
     if not others:
         return []
     return [Finding(

@@ -141,8 +141,10 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     cdi = [k for k in annotations if type(k) is str and k.startswith(ANNOTATION_PREFIXES)] \
         if type(annotations) is dict else ()
     platform = policy.platform_device_annotations
-    if platform and type(annotations) is dict:
-        for key in sorted(k for k in annotations if type(k) is str and k.startswith(platform)):
+    injected = [k for k in annotations if type(k) is str and k.startswith(platform)] \
+        if platform and annotations and type(annotations) is dict else ()
+    if injected:
+        for key in sorted(injected):
             devices = platform_devices(annotations[key])
             if not devices:
                 continue

@@ -38,6 +38,7 @@ class Rule(str, enum.Enum):
     LEGACY_API = "legacy-api"
     UNRESOLVED_CLAIM = "unresolved-claim"
     UNSATISFIABLE_REQUEST = "unsatisfiable-request"
+    ALLOCATION_OWNER = "allocation-owner"
     # mutation
     DEFAULT_RUNTIME_CLASS = "default-runtime-class"
     DEFAULT_SECURITY_CONTEXT = "default-security-context"
@@ -100,6 +101,10 @@ RULES: dict[Rule, RuleInfo] = {
     Rule.UNSATISFIABLE_REQUEST: RuleInfo(
         "a GPU request that no node or device of the cohort can ever satisfy (with Node/ResourceSlice lookups)",
         "GPU allocation", default=Action.WARN),
+    Rule.ALLOCATION_OWNER: RuleInfo(
+        "GPU infrastructure that gives a node a second allocation owner: owner DaemonSets reaching another "
+        "cohort, GPU Operator objects that clash, DeviceClasses sharing an extended resource, nodes moved "
+        "between cohorts", "GPU infrastructure"),
     Rule.DEFAULT_RUNTIME_CLASS: RuleInfo(
         "adds the device-plugin cohort's runtimeClassName to GPU pods that set none", "GPU runtime and security",
         mutation=True),

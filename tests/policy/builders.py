@@ -336,6 +336,10 @@ POLICIES = {
         "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit", "unsatisfiable-request": "enforce",
         "device-config": "warn"}),
     "variables": _policy(visibleDeviceVariables=["NVIDIA_VISIBLE_DEVICES"]),
+    "owner-audit": _policy(rules={"allocation-owner": "audit"}),
+    # a migration window: one release may reach both cohorts, by name, in the exempt namespace it lives in
+    "owner-exception": _policy(exceptions=[{"name": "plugin-migration", "namespaces": ["gpu-system"],
+                                            "names": ["migrate-*"], "rules": ["allocation-owner"]}]),
     # a second DRA cohort (its own allocation label value): node selection can admit two cohorts,
     # neither a device plugin's
     "two-dra": _policy(cohorts=[*yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))["cohorts"], {

@@ -74,7 +74,10 @@ def policy_and_inputs(args) -> tuple[Policy, Inputs] | None:
 
 
 def handled(doc) -> bool:
-    return doc.obj.get("kind") in BY_KIND or is_legacy_dra(doc.obj)
+    """A document the engine evaluates. Nodes are the cluster's capacity here, not objects being applied
+    (a Node is judged only on the UPDATE that relabels it, which manifests never are)."""
+    kind = doc.obj.get("kind")
+    return (kind in BY_KIND and kind != "Node") or is_legacy_dra(doc.obj)
 
 
 def evaluate_inputs(inputs: Inputs, policy: Policy, namespace: str, *, fallback=None):

@@ -44,6 +44,9 @@ DEFAULT_VISIBLE_DEVICE_VARIABLES = (
     "CUDA_MPS_PIPE_DIRECTORY",
     "GPU_DEVICE_ORDINAL",
 )
+# GKE's device injection: the runtime mounts the host paths listed in `devices.gke.io/container.<name>`
+# into that container (GPUDirect-TCPX manifests use it for /dev/nvidia*), outside any allocation.
+DEFAULT_PLATFORM_DEVICE_ANNOTATIONS = ("devices.gke.io/container.",)
 MODES = {"enforce": "enforce", "audit": "audit", "dry-run": "audit"}
 MANAGERS = {"standalone": None, "gpu-operator-clusterpolicy": DEVICE_PLUGIN, "gpu-operator-gpucluster": DRA}
 MIG_STRATEGIES = ("none", "single", "mixed")
@@ -411,6 +414,8 @@ def _lookups(data: Any, errors: list[str]) -> Lookups:
         secrets=f.get("secrets", bool, False),
         nodes=f.get("nodes", bool, False),
         resource_slices=f.get("resourceSlices", bool, False),
+        gpu_operator=f.get("gpuOperator", bool, False),
+        pods=f.get("pods", bool, False),
         timeout_seconds=f.get("timeoutSeconds", float, 1.0,
                               lambda v: None if 0 < v <= 5 else "must be > 0 and <= 5 (the webhook's own timeout)"),
     )
@@ -504,6 +509,10 @@ def _build_policy(data: Any, source: str) -> Policy:
     variables = top.strings("visibleDeviceVariables",
                             _pattern(re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$"), "variable name"),
                             DEFAULT_VISIBLE_DEVICE_VARIABLES)
+    platform = top.strings("platformDeviceAnnotations",
+                           _pattern(re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)[-A-Za-z0-9_.]*$"),
+                                    "annotation key prefix"),
+                           DEFAULT_PLATFORM_DEVICE_ANNOTATIONS)
     policy = Policy(
         cohorts=tuple(cohorts),
         mode=MODES.get(mode, "enforce"),
@@ -520,6 +529,7 @@ def _build_policy(data: Any, source: str) -> Policy:
         gpu_drivers=frozenset(top.strings("gpuDrivers", _pattern(_DNS_SUBDOMAIN, "driver name"), ("gpu.nvidia.com",))),
         device_classes=MappingProxyType(classes),
         visible_device_variables=frozenset(variables),
+        platform_device_annotations=tuple(platform),
         exclusive_label=top.get("exclusiveLabel", str, "workload.example.com/gpu-exclusive",
                                 _pattern(_LABEL_KEY, "label key")),
         allocation_label=top.get("allocationLabel", str, "workload.example.com/gpu-allocation",

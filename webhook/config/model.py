@@ -172,11 +172,13 @@ class Lookups:
     timeout_seconds: float = 1.0
     nodes: bool = False  # labels, taints and allocatable of every Node (unsatisfiable-request)
     resource_slices: bool = False  # the devices ResourceSlices publish (unsatisfiable-request)
+    gpu_operator: bool = False  # ClusterPolicies, GPUClusters, NVIDIADrivers (allocation-owner)
+    pods: bool = False  # the pods bound to a node whose cohort labels change (allocation-owner)
 
     @property
     def any(self) -> bool:
         return (self.resource_claims or self.device_classes or self.namespaces or self.config_maps or self.secrets
-                or self.nodes or self.resource_slices)
+                or self.nodes or self.resource_slices or self.gpu_operator or self.pods)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +207,8 @@ class Policy:
     gpu_drivers: frozenset[str] = frozenset({"gpu.nvidia.com"})
     device_classes: Mapping[str, DeviceClassInfo] = field(default_factory=lambda: EMPTY)
     visible_device_variables: frozenset[str] = frozenset()
+    # annotation key prefixes by which a platform injects host devices (device-access-bypass)
+    platform_device_annotations: tuple[str, ...] = ()
     exclusive_label: str = "workload.example.com/gpu-exclusive"
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)

@@ -60,6 +60,10 @@ def _asks_gpus_plainly(view: PodView) -> bool:
 
 
 def _device_access(view: PodView, policy: Policy) -> bool:
+    platform = policy.platform_device_annotations
+    annotations = view.meta.get("annotations")
+    if platform and type(annotations) is dict and any(type(k) is str and k.startswith(platform) for k in annotations):
+        return False  # which device paths its value lists needs a parser CEL does not have
     for c in view.containers:
         if c.security.get("privileged") is True:
             return False

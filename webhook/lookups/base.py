@@ -39,3 +39,9 @@ class NoLookups:
 
     def inventory(self) -> Inventory | None:
         return None
+
+    def operator_objects(self, plural: str) -> Lookup:
+        return self._miss
+
+    def pods_on_node(self, node: str) -> Lookup:
+        return self._miss

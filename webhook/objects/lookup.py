@@ -44,3 +44,10 @@ class Resolver(Protocol):
 
     # The Nodes' and ResourceSlices' snapshot (unsatisfiable-request); None when neither is known.
     def inventory(self) -> Inventory | None: ...
+
+    # allocation-owner: every GPU Operator object of one plural (clusterpolicies, gpuclusters, nvidiadrivers),
+    # value a tuple of dicts; a miss where the CRD is not served or the lookup is off (the rule then says nothing)
+    def operator_objects(self, plural: str) -> Lookup: ...
+
+    # allocation-owner: the pods bound to a node (value a tuple of pod dicts), for a Node update that moves it
+    def pods_on_node(self, node: str) -> Lookup: ...

@@ -319,8 +319,10 @@ def test_exit_codes(capsys, monkeypatch, tmp_path, manifest, overlay, flags, exp
 def test_version(capsys, monkeypatch):
     from importlib import metadata
     installed = metadata.version("gpu-admission")
-    with pytest.raises(SystemExit) as exit_:
-        main(["--version"])
+    assert main(["--version"]) == 0  # answered before any command is imported
+    assert capsys.readouterr().out == f"gpu-admission {installed}\n"
+    with pytest.raises(SystemExit) as exit_:  # beside a command, argparse's own --version
+        main(["--version", "check"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out == f"gpu-admission {installed}\n"
     assert run(capsys, monkeypatch, "version") == (0, f"gpu-admission {installed}\n", "")

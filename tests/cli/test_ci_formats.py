@@ -227,20 +227,24 @@ def test_a_document_that_does_not_compose_has_no_line():
     assert LineFinder("a: [\n").line(1, "a") is None
 
 
-# chart -> (object -> allowed once NVIDIA's namespaces are not exempt, the rules that deny, the templates denied)
+# chart -> (object -> allowed once NVIDIA's namespaces are not exempt, the rules that deny, the templates denied);
+# OWNERS: what the shipped policy refuses in NVIDIA's exempt namespaces, a chart's defaults selecting every node
+# (a second allocation owner beside the other cohort; the cohort's selector makes it pass: test_nvidia_charts.py)
 CHART_VERDICTS = {
     "nvidia-device-plugin": (
         {"r-nvidia-device-plugin": False, "r-nvidia-device-plugin-mps-control-daemon": False},
-        {"device-access-bypass", "visible-devices-override"},
+        {"device-access-bypass", "visible-devices-override", "allocation-owner"},
         {"nvidia-device-plugin/templates/daemonset-device-plugin.yml",
          "nvidia-device-plugin/templates/daemonset-mps-control-daemon.yml"}),
     "dra-driver-nvidia-gpu": (
         {"dra-driver-nvidia-gpu-controller": True, "dra-driver-nvidia-gpu-kubelet-plugin": False,
          **{f"{c}.nvidia.com": True for c in ("gpu", "mig", "vfio.gpu", "compute-domain-daemon",
                                               "compute-domain-default-channel")}},
-        {"device-access-bypass", "visible-devices-override"},
+        {"device-access-bypass", "visible-devices-override", "allocation-owner"},
         {"dra-driver-nvidia-gpu/templates/kubeletplugin.yaml"}),
 }
+OWNERS = {"nvidia-device-plugin": {"r-nvidia-device-plugin"},
+          "dra-driver-nvidia-gpu": {"dra-driver-nvidia-gpu-kubelet-plugin"}}
 
 
 @pytest.mark.parametrize("chart", list(REAL_CHARTS))
@@ -263,9 +267,11 @@ def test_helm_template_of_a_real_chart_piped_to_check(capsys, monkeypatch, chart
     # region: the rendered document's lines are not the template's.
     assert set(locations) == templates
     assert all("region" not in p for p in locations.values())
-    code, out, _ = run(capsys, monkeypatch, "check", "-o", "sarif", "-", stdin=rendering)
-    assert code == 0
-    assert json.loads(out)["runs"][0]["results"] == []
+    code, out, _ = run(capsys, monkeypatch, "check", "-o", "json", "-", stdin=rendering)
+    results = json.loads(out)
+    assert code == 1
+    assert {r["name"] for r in results if not r["allowed"]} == OWNERS[chart]
+    assert {v["rule"] for r in results for v in r["violations"] if v["action"] == "enforce"} == {"allocation-owner"}
 
 
 def test_input_errors_are_reported_in_every_format(capsys, monkeypatch, tmp_path):

@@ -180,14 +180,13 @@ def _real_pods():
 
 # Pods the default policy refuses whatever the mutation does (test_real_manifests.py and test_gpu_stack_shapes.py
 # say why)
-REFUSED_REAL_PODS = {"FILLED_BY_THE_VALIDATOR-nvidia-cuda-validator-", "gpu-test-mps-test-pod", "gpu-test-vfio-pod1",
-                     "gpu-test5-pod0",
+REFUSED_REAL_PODS = {"FILLED_BY_THE_VALIDATOR-nvidia-cuda-validator-",
+                     # the DRA driver's demos of MPS, time-slicing and VFIO on the default cohort (exclusive full GPUs)
+                     "gpu-test-mps-test-pod", "gpu-test-vfio-pod1", "gpu-test5-pod0",
                      "shape-operator-cuda-validator-in-a-team-namespace", "shape-dra-vfio-pod",
                      "shape-dra-time-sliced-pod", "shape-dra-imex-pod-host-channels",
                      "shape-kai-gpu-fraction-visible-devices", "shape-kai-gpu-fraction-mps-host-pipe",
-                     "shape-volcano-vgpu-pod-visible-devices",
-                     # the DRA driver's demos of MPS, time-slicing and VFIO on the default cohort (exclusive full GPUs)
-                     "gpu-test-mps-test-pod", "gpu-test5-pod0", "gpu-test-vfio-pod1"}
+                     "shape-volcano-vgpu-pod-visible-devices"}
 
 
 def test_every_refused_pod_is_among_the_cases():

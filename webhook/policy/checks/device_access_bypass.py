@@ -143,7 +143,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     platform = policy.platform_device_annotations
     injected = [k for k in annotations if type(k) is str and k.startswith(platform)] \
         if platform and annotations and type(annotations) is dict else ()
-    if injected:
+    if injected and type(annotations) is dict:
         for key in sorted(injected):
             devices = platform_devices(annotations[key])
             if not devices:

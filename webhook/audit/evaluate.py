@@ -69,6 +69,9 @@ class ListedOrCluster:
     def inventory(self) -> Inventory | None:
         return self._cluster.inventory()
 
+    def runtime_classes(self) -> Lookup:
+        return self._cluster.runtime_classes()
+
 
 def cluster_lookups(policy: Policy, api_client: ApiClient, *, settings: InformerSettings = InformerSettings(),
                     sync_timeout: float = 30.0) -> ClusterResolver | NoLookups:

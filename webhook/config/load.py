@@ -289,6 +289,7 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
     if not labels:
         f.error("nodeLabels", "must select the cohort's nodes with at least one label")
     tolerations = tuple(t for p, d in f.mappings("tolerations") if (t := _toleration(d, p, errors)))
+    autoscaling = f.get("autoscaling", dict)
 
     dp_fields = ("runtimeClassName", "resources", "extraResources", "migStrategy", "mig", "timeSlicing", "mps")
     dra_fields = ("driver", "deviceTypes", "deviceClasses", "maxDevicesPerClaim", "sharingStrategies",
@@ -322,6 +323,9 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
         kwargs["max_devices_per_claim"] = f.get("maxDevicesPerClaim", int, 8, _at_least(1))
         kwargs["sharing_strategies"] = f.strings("sharingStrategies", _one_of(DRA_SHARING))
         kwargs["admin_access_namespaces"] = f.strings("adminAccessNamespaces", _pattern(_DNS_LABEL, "namespace"))
+    if autoscaling is not None:
+        kwargs["autoscaled"] = True
+        kwargs["autoscaled_allocatable"] = MappingProxyType(_autoscaling(autoscaling, f.sub("autoscaling"), errors))
     f.done()
     if len(errors) > start or not name or not mechanism:
         return None
@@ -333,6 +337,21 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
         tolerations=tolerations,
         **kwargs,
     )
+
+
+def _autoscaling(data: dict, path: str, errors: list[str]) -> dict[str, float]:
+    """`autoscaling.allocatable`: the most of each extended resource one node the autoscaler adds can have."""
+    f = _Fields(data, path, errors)
+    out: dict[str, float] = {}
+    for key, value in f.get("allocatable", dict, {}).items():
+        if not isinstance(key, str) or not _RESOURCE_NAME.match(key):
+            errors.append(f"{f.sub('allocatable')}: {key!r} is not an extended resource name")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            errors.append(f"{f.sub('allocatable')}.{key}: must be a count >= 0")
+        else:
+            out[key] = float(value)
+    f.done()
+    return out
 
 
 def _security(data: Any, errors: list[str]) -> SecurityDefaults:
@@ -408,6 +427,8 @@ def _lookups(data: Any, errors: list[str]) -> Lookups:
         secrets=f.get("secrets", bool, False),
         nodes=f.get("nodes", bool, False),
         resource_slices=f.get("resourceSlices", bool, False),
+        runtime_classes=f.get("runtimeClasses", bool, False),
+        node_pools=f.get("nodePools", bool, False),
         timeout_seconds=f.get("timeoutSeconds", float, 1.0,
                               lambda v: None if 0 < v <= 5 else "must be > 0 and <= 5 (the webhook's own timeout)"),
     )

@@ -39,3 +39,6 @@ class NoLookups:
 
     def inventory(self) -> Inventory | None:
         return None
+
+    def runtime_classes(self) -> Lookup:
+        return self._miss

@@ -10,6 +10,10 @@ from webhook.objects.inventory import Inventory
 from webhook.objects.lookup import Lookup, Resolver
 
 
+_CLUSTER_SCOPED = frozenset({"DeviceClass", "Namespace", "Node", "ResourceSlice", "DeviceTaintRule", "NodePool",
+                             "RuntimeClass"})
+
+
 class BundleResolver:
     def __init__(self, documents, *, default_namespace: str = "default", fallback: Resolver | None = None):
         self._fallback = fallback or NoLookups("not among the given manifests")
@@ -17,6 +21,9 @@ class BundleResolver:
         self._classes: list[dict] = []
         self._nodes: list[dict] = []
         self._slices: list[dict] = []
+        self._rules: list[dict] = []
+        self._pools: list[dict] = []
+        self._runtime_classes: set[str] = set()
         self._inventory: tuple[Inventory | None, Inventory | None] | None = None  # (fallback's, built)
         for doc in documents:
             if type(doc) is not dict:
@@ -26,7 +33,7 @@ class BundleResolver:
             name = as_str(meta.get("name"))
             if not kind or not name:
                 continue
-            namespace = "" if kind in ("DeviceClass", "Namespace", "Node", "ResourceSlice") else (
+            namespace = "" if kind in _CLUSTER_SCOPED else (
                 as_str(meta.get("namespace")) or default_namespace)
             self._objects[(kind, namespace, name)] = doc
             if kind == "DeviceClass":
@@ -35,6 +42,12 @@ class BundleResolver:
                 self._nodes.append(doc)
             elif kind == "ResourceSlice":
                 self._slices.append(doc)
+            elif kind == "DeviceTaintRule":
+                self._rules.append(doc)
+            elif kind in ("NodePool", "MachineDeployment"):
+                self._pools.append(doc)
+            elif kind == "RuntimeClass":
+                self._runtime_classes.add(name)
 
     def _get(self, kind: str, namespace: str, name: str, ask) -> Lookup:
         doc = self._objects.get((kind, namespace, name))
@@ -63,15 +76,25 @@ class BundleResolver:
         kept = self._inventory
         if kept is not None and kept[0] is fallback:
             return kept[1]
-        if not self._nodes and not self._slices:
+        if not self._nodes and not self._slices and not self._pools:
             built = fallback
         else:
             nodes = inventory.build(self._nodes, None).nodes if self._nodes else (fallback.nodes if fallback else None)
-            devices = inventory.build(None, self._slices).devices if self._slices else \
-                (fallback.devices if fallback else None)
-            built = Inventory(nodes, devices)
+            given = inventory.build(None, self._slices, rules=self._rules,
+                                    pools=self._pools if self._pools else None)
+            devices = given.devices if self._slices else (fallback.devices if fallback else None)
+            built = Inventory(nodes, devices, counters=given.counters if self._slices else
+                              (fallback.counters if fallback else {}),
+                              pools=given.pools if self._pools else (fallback.pools if fallback else None))
         self._inventory = (fallback, built)
         return built
+
+    def runtime_classes(self) -> Lookup:
+        """The given RuntimeClasses, with the fallback's (a snapshot that lists none says nothing of them)."""
+        found = self._fallback.runtime_classes()
+        if not self._runtime_classes:
+            return found
+        return Lookup.hit(frozenset(self._runtime_classes) | (found.value if found.found else frozenset()))
 
     def namespace_labels(self, name: str) -> Lookup:
         doc = self._objects.get(("Namespace", "", name))

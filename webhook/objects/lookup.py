@@ -44,3 +44,6 @@ class Resolver(Protocol):
 
     # The Nodes' and ResourceSlices' snapshot (unsatisfiable-request); None when neither is known.
     def inventory(self) -> Inventory | None: ...
+
+    # The names of the cluster's RuntimeClasses (a frozenset); a miss when they are not looked up.
+    def runtime_classes(self) -> Lookup: ...

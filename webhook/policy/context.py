@@ -31,6 +31,8 @@ class Context:
     user: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)  # the request's userInfo
     # the cluster's Nodes and ResourceSlice devices (unsatisfiable-request); None when those lookups are off
     inventory: Inventory | None = None
+    # the names of the cluster's RuntimeClasses; None when they are not looked up
+    runtime_classes: frozenset[str] | None = None
 
     def device_class(self, name: str | None) -> DeviceClassInfo | None:
         return self.classes.get(name) if name else None

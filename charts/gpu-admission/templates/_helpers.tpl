@@ -264,7 +264,7 @@ as the server's loader would refuse it at start. */ -}}
 {{- end -}}
 {{- $_ := set $p "namespaceOverrides" $overrides -}}
 {{- $lookups := deepCopy (default dict $p.lookups) -}}
-{{- range $key := list "resourceClaims" "deviceClasses" "namespaces" "configMaps" "secrets" "nodes" "resourceSlices" -}}
+{{- range $key := list "resourceClaims" "deviceClasses" "namespaces" "configMaps" "secrets" "nodes" "resourceSlices" "runtimeClasses" "nodePools" -}}
 {{- $_ := set $lookups $key (or (eq (toString (dig $key false $lookups)) "true") (eq (toString (dig $key false (default dict $v.lookups))) "true")) -}}
 {{- end -}}
 {{- $_ := set $p "lookups" $lookups -}}
@@ -286,7 +286,7 @@ as the server's loader would refuse it at start. */ -}}
 
 {{- define "gpu-admission.anyLookup" -}}
 {{- $l := include "gpu-admission.lookupsJson" . | fromJson -}}
-{{- if or $l.resourceClaims $l.deviceClasses $l.namespaces $l.configMaps $l.secrets $l.nodes $l.resourceSlices -}}true{{- end -}}
+{{- if or $l.resourceClaims $l.deviceClasses $l.namespaces $l.configMaps $l.secrets $l.nodes $l.resourceSlices $l.runtimeClasses $l.nodePools -}}true{{- end -}}
 {{- end -}}
 
 {{/* Namespaces the webhooks never see: kube-system, the release namespace, the exempt ones. */}}

@@ -11,7 +11,7 @@ import sys
 
 from webhook.version import package_version
 
-COMMANDS = ("check", "mutate", "audit", "export", "serve", "certs", "host", "version")
+COMMANDS = ("check", "mutate", "audit", "explain", "export", "serve", "certs", "host", "version")
 EXIT_CLOSED_STDOUT = 128 + 13  # the shell's status for a command that SIGPIPE ended
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -12,6 +13,7 @@ from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_
 from webhook.config.model import Policy
 from webhook.handlers.context import build_context
 from webhook.handlers.explain import explain_pod
+from webhook.lookups.base import NoLookups
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.occupancy import build as build_occupancy
@@ -21,8 +23,8 @@ from webhook.policy.explain import render_text
 
 SNAPSHOT_HINT = "kubectl get nodes,pods,resourceslices,resourceclaims,deviceclasses -A -o yaml"
 PENDING = frozenset({"waits", "never"})
-# Kinds a live explain lists: the first two must be listable (nothing can be said without them)
-_REQUIRED = ("nodes", "resourceslices")
+# the driver a DeviceClass's CEL selector names (the selection probes know only the policy's drivers)
+_DRIVER = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
 
 
 @dataclass(slots=True)
@@ -180,9 +182,13 @@ def check_drivers(pod: dict, namespace: str, policy: Policy, resolver: BundleRes
                     raise ExplainError(f'{kind} "{namespace}/{name}": DeviceClass "{leaf.device_class}": {reason}')
                 if info.driver not in policy.gpu_drivers and info.driver not in published and \
                         info.name not in policy.device_classes:
+                    named = _DRIVER.search(" ".join(info.selectors or ()))
+                    driver = named.group(1) if named else info.driver or "?"
+                    if driver in published:
+                        continue
                     raise ExplainError(
                         f'{kind} "{namespace}/{name}": DeviceClass "{info.name}" selects devices of driver '
-                        f'"{info.driver}", which gpu-admission does not know and no ResourceSlice publishes '
+                        f'"{driver}", which gpu-admission does not know and no ResourceSlice publishes '
                         f"(GPU drivers: {', '.join(sorted(policy.gpu_drivers))})")
 
 
@@ -218,7 +224,8 @@ def run(args) -> int:
             snapshot.objects.extend(d.obj for d in inputs.documents if d.obj.get("kind") != "Pod")
             snapshot.objects = [o for o in snapshot.objects if not (o.get("kind") == "Pod" and _named(o, named))]
             asked.extend((p, False) for p in pods)
-        resolver = BundleResolver(snapshot.objects, default_namespace=args.namespace)
+        resolver = BundleResolver(snapshot.objects, default_namespace=args.namespace,
+                                  fallback=NoLookups("not found in the cluster"))
         occupancy = build_occupancy(snapshot.of_kind("Pod"), snapshot.of_kind("ResourceClaim"))
         explanations = []
         for pod, created in asked:

@@ -43,6 +43,7 @@ class NodeInfo:
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     allocatable: Mapping[str, float]  # extended resources only (names with a "/")
+    passing: tuple[Taint, ...] = ()  # the transient taints it carries now (not ready, cordoned, ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,19 +133,20 @@ def read_node(obj: Mapping[str, Any]) -> NodeInfo | None:
     if not name:
         return None
     labels = {k: v for k, v in as_dict(meta.get("labels")).items() if type(k) is str and type(v) is str}
-    taints = []
+    taints, passing = [], []
     for t in as_list(as_dict(obj.get("spec")).get("taints")):
         t = as_dict(t)
         key, effect = as_str(t.get("key")), as_str(t.get("effect"))
-        if key and effect in BLOCKING_EFFECTS and not key.startswith(TRANSIENT_TAINTS):
-            taints.append(Taint(key, as_str(t.get("value")) or "", effect))
+        if key and effect in BLOCKING_EFFECTS:
+            (passing if key.startswith(TRANSIENT_TAINTS) else taints).append(
+                Taint(key, as_str(t.get("value")) or "", effect))
     allocatable = {}
     for rname, value in as_dict(as_dict(obj.get("status")).get("allocatable")).items():
         if type(rname) is str and "/" in rname:
             amount = quantity(value)
             if amount is not None:
                 allocatable[rname] = amount
-    return NodeInfo(name, MappingProxyType(labels), tuple(taints), MappingProxyType(allocatable))
+    return NodeInfo(name, MappingProxyType(labels), tuple(taints), MappingProxyType(allocatable), tuple(passing))
 
 
 def node_summary(obj: dict[str, Any]) -> dict[str, Any]:

@@ -35,7 +35,7 @@ _SHOWN_HOLDERS = 5
 
 @dataclass(slots=True, kw_only=True)
 class Reason:
-    kind: str  # selection | taint | missing | too-big | held | devices | devices-held
+    kind: str  # selection | taint | condition | missing | too-big | held | devices | devices-held
     lasting: bool  # True: the node can never take the pod; False: not now (capacity held)
     text: Arg
     resource: str = ""
@@ -121,6 +121,11 @@ def _taints(node: NodeInfo, spec: Mapping[str, Any]) -> Reason | None:
         if not any(capacity._tolerates(t, taint) for t in allowed):
             return Reason(kind="taint", lasting=True, resource=taint_text(taint),
                           text=T("taint {taint} is not tolerated", taint=taint_text(taint)))
+    for taint in node.passing:
+        if not any(capacity._tolerates(t, taint) for t in allowed):
+            return Reason(kind="condition", lasting=False, resource=taint_text(taint),
+                          text=T("taint {taint} is not tolerated (a passing condition of the node: not ready, "
+                                 "unreachable, under pressure or cordoned)", taint=taint_text(taint)))
     return None
 
 
@@ -205,8 +210,8 @@ def _device_reason(alternatives: list[_Leaf], node: str) -> Reason | None:
                 claims=Joined(tuple(claims[:_SHOWN_HOLDERS]))))
         else:
             first = Reason(kind="devices", lasting=True, amount=usable, text=T(
-                'claim "{claim}": {usable} matching devices on the node, it asks for {need}', claim=found.claim,
-                usable=usable, need=found.need))
+                'claim "{claim}": {usable} matching devices on the node that it can get, it asks for {need}',
+                claim=found.claim, usable=usable, need=found.need))
     return first
 
 
@@ -350,9 +355,11 @@ def _verdict(out: Explanation, cohort: Cohort | None, facts: GpuFacts, context: 
     else:
         out.verdict = "waits"
         waiting = [n for n in out.nodes if not n.lasting] or out.nodes
-        out.why = T('{count} nodes of cohort "{cohort}" could take the pod once capacity that others hold is free',
-                    count=len([n for n in out.nodes if not n.lasting]), cohort=cohort.name) if any(
-            not n.lasting for n in out.nodes) else T(
+        count = len([n for n in out.nodes if not n.lasting])
+        out.why = (T('node "{node}" of cohort "{cohort}" could take the pod once capacity that others hold is free',
+                     node=waiting[0].name, cohort=cohort.name) if count == 1 else
+                   T('{count} nodes of cohort "{cohort}" could take the pod once capacity that others hold is free',
+                     count=count, cohort=cohort.name)) if count else T(
             'no node of cohort "{cohort}" can take the pod; its autoscaler may add one that can', cohort=cohort.name)
         out.fix = _wait_fix(waiting[0])
     if out.runtime is not None and cohort is not None:
@@ -388,11 +395,19 @@ def _never_fix(out: Explanation, cohort: Cohort) -> Arg:
 def _wait_fix(node: NodeReport) -> Arg:
     for r in node.reasons:
         if r.kind == "held":
+            if r.amount <= 0:
+                return T('wait for the pods that hold {resource} on node "{node}" to finish', resource=r.resource,
+                         node=node.name)
             return T('wait for the pods that hold {resource} on node "{node}" to finish, or ask for at most {free}',
                      resource=r.resource, node=node.name, free=_amount(r.amount))
         if r.kind == "devices-held":
+            if r.amount <= 0:
+                return T('wait for the claims that hold the matching devices on node "{node}" to be released',
+                         node=node.name)
             return T('wait for the claims that hold the matching devices on node "{node}" to be released, or ask '
                      "for at most {free} devices", node=node.name, free=int(r.amount))
+        if r.kind == "condition":
+            return T('wait for node "{node}" to be ready again ({taint})', node=node.name, taint=r.resource)
     return T("wait for the autoscaler's node (its events on the pod say why it does not add one)")
 
 
@@ -453,7 +468,7 @@ def render_text(e: Explanation, language: str = "en") -> str:
             lines.append("    " + r(T("{device}: {why}", device=device, why=why)))
         if c.allocated:
             lines.append("    " + r(T("allocated: {devices}", devices=Joined(tuple(c.allocated)))))
-    if e.runtime is not None:
+    if e.runtime is not None and not any("[default-runtime-class]" in f for f in e.findings):
         lines.append("  " + r(e.runtime))
     for f in e.findings:
         lines.append("  " + r(T("gpu-admission: {finding}", finding=f)))

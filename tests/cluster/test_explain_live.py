@@ -16,7 +16,10 @@ POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespa
        "spec": {"containers": [{"name": "cuda", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": "6"}}}],
                 "nodeSelector": {"eks.amazonaws.com/compute-type": "hybrid",
                                  "workload.example.com/gpu-allocation": "device-plugin"},
-                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+       "status": {"phase": "Pending", "conditions": [
+           {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/6 nodes are available: 2 Insufficient nvidia.com/gpu."}]}}
 HOLDER = {**POD, "metadata": {"name": "holder", "namespace": "ml"},
           "spec": {**POD["spec"], "nodeName": "hybrid-dp-0"}, "status": {"phase": "Running"}}
 
@@ -55,3 +58,14 @@ def test_a_caller_who_may_not_list_resource_slices(live, fake_api):
     assert (rc, out) == (2, "")
     assert err.startswith("gpu-admission explain: cannot list resourceslices.resource.k8s.io: ") and \
         err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_audit_lists_pending_gpu_pods_with_the_same_explanation(live, kubeconfig, capsys):
+    rc, explained, _ = live("pod", "train", "-n", "ml")
+    assert main(["audit", "--kubeconfig", str(kubeconfig), "-n", "ml", "--lang", "en"]) == 0
+    table, _ = capsys.readouterr()
+    assert "Pending GPU pods (1):" in table
+    assert explained.rstrip("\n") in table  # the holder runs; the Pending pod's explanation, word for word
+    assert main(["audit", "--kubeconfig", str(kubeconfig), "-n", "ml", "-o", "json", "--lang", "en"]) == 0
+    results = {r["name"]: r for r in json.loads(capsys.readouterr()[0])}
+    assert results["train"]["explain"]["verdict"] == "waits" and "explain" not in results["holder"]

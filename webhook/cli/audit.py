@@ -10,6 +10,7 @@ import yaml
 from webhook.audit.apply import apply_reports, not_served, owner_reference
 from webhook.audit.evaluate import Audited, cluster_lookups, evaluate_listing
 from webhook.audit.listing import ListFailure, list_cluster
+from webhook.audit.pending import Pending, list_capacity, missing_runtime_classes, pending_gpu_pods
 from webhook.audit.policyreport import OPENREPORTS, WGPOLICY, build_reports
 from webhook.audit.progress import Progress
 from webhook.audit.table import render_table
@@ -25,6 +26,8 @@ from webhook.cli.common import (
 from webhook.cli.exits import fail, warn
 from webhook.cli.report import result_dict
 from webhook.cli.subjects import Subject, warned
+from webhook.policy.explain import explanation_dict, render_text
+from webhook.policy.messages import T, render
 from webhook.lookups.apiserver import ApiError
 from webhook.lookups.cluster import ClusterResolver
 from webhook.lookups.kubeconfig import ClusterConfigError, load_api_client
@@ -86,6 +89,30 @@ def _failure_dict(f: ListFailure, source: dict) -> dict:
     return {"kind": f.resource.kind, "namespace": f.namespace or "", "name": "",
             "source": {**source, "resource": f.resource.qualified}, "allowed": None, "violations": [],
             "patch": [], "error": f.reason}
+
+
+def _runtime_text(name: str, cohort: str):
+    return T('RuntimeClass "{runtime}" of cohort "{cohort}" does not exist in the cluster: default-runtime-class '
+             'does not set it (with RuntimeClass lookups on) and pods that name it are refused; create it, or set '
+             "the cohort's runtimeClassName to one that exists", runtime=name, cohort=cohort)
+
+
+def _runtime_dict(name: str, cohort: str, source: dict, language: str) -> dict:
+    """A missing RuntimeClass, in the shape of a result (so consumers iterate one list)."""
+    return {"kind": "RuntimeClass", "namespace": "", "name": name, "source": source, "allowed": None,
+            "violations": [{"rule": "default-runtime-class", "action": "warn", "path": "metadata.name",
+                            "message": render(_runtime_text(name, cohort), language)}], "patch": []}
+
+
+def _cluster_notes(pending: list[Pending], runtime: list[tuple[str, str]], language: str) -> str:
+    """The Pending GPU pods with their explanations, and missing RuntimeClasses, after the findings' table."""
+    out = []
+    for name, cohort in runtime:
+        out.append("\n" + render(_runtime_text(name, cohort), language))
+    if pending:
+        out.append("\n" + render(T("Pending GPU pods ({count}):", count=len(pending)), language))
+        out.extend(render_text(p.explanation, language) for p in pending)
+    return "\n".join(out) + ("\n" if out else "")
 
 
 def _policy_reports(args, client, audited, listing, namespaces, language="en") -> bool:
@@ -150,6 +177,12 @@ def run(args) -> int:
             if isinstance(lookups, ClusterResolver):
                 lookups.close()
         progress.finish()
+        capacity = list_capacity(client, listing, policy, chunk_size=args.chunk_size, timeout=args.request_timeout)
+        for f in capacity.failures:
+            if f.resource.plural in ("nodes", "resourceslices"):
+                warn(f"cannot list {f.where}: {f.reason} (Pending GPU pods are explained without them)")
+        pending = pending_gpu_pods(listing, capacity, policy)
+        runtime = missing_runtime_classes(capacity, policy)
         denied = any(not a.evaluation.allowed for a in audited)
         status = EXIT_DENIED if denied or (args.fail_on_warn and any(warned(a.evaluation) for a in audited)) \
             else EXIT_OK
@@ -157,10 +190,16 @@ def run(args) -> int:
             source = {"cluster": client.configuration.host}
             results = [result_dict(a.evaluation, {**source, "resource": a.resource.qualified}) for a in audited]
             results += [_failure_dict(f, source) for f in listing.failures]
+            explained = {(p.namespace, p.name): explanation_dict(p.explanation, policy.language) for p in pending}
+            for r in results:
+                if r["kind"] == "Pod" and (r["namespace"], r["name"]) in explained:
+                    r["explain"] = explained[(r["namespace"], r["name"])]
+            results += [_runtime_dict(name, cohort, source, policy.language) for name, cohort in runtime]
             json.dump(results, sys.stdout, indent=2, ensure_ascii=False)
             sys.stdout.write("\n")
         elif args.output == "table":
             print(render_table(audited, listing.failures, policy.language))
+            print(_cluster_notes(pending, runtime, policy.language), end="")
         elif args.output not in REPORTS:
             write_ci_output(args.output, _subjects(audited), policy, name="gpu-admission audit",
                             input_errors=[f"cannot list {f.where}: {f.reason}" for f in listing.failures])

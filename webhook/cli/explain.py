@@ -7,6 +7,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+from webhook.audit.pending import scheduler_words
 from webhook.cli.exits import fail
 from webhook.cli.inputs import read_inputs
 from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
@@ -139,25 +140,6 @@ def _live_snapshot(args, pods: list[tuple[str, str]]) -> Snapshot:
 def _named(obj: dict, pods: list[tuple[str, str]]) -> bool:
     meta = as_dict(obj.get("metadata"))
     return (as_str(meta.get("namespace")), as_str(meta.get("name"))) in pods
-
-
-def scheduler_words(pod: dict, events: list[dict]) -> list[str]:
-    """The PodScheduled condition's message and the pod's scheduling events, as the scheduler wrote them."""
-    out = []
-    for c in as_list(as_dict(pod.get("status")).get("conditions")):
-        c = as_dict(c)
-        if c.get("type") == "PodScheduled" and c.get("status") == "False" and as_str(c.get("message")):
-            out.append(f"{as_str(c.get('reason')) or 'PodScheduled=False'}: {as_str(c.get('message'))}")
-    uid = as_dict(pod.get("metadata")).get("uid")
-    for e in events:
-        involved = as_dict(e.get("involvedObject"))
-        if uid and involved.get("uid") not in (None, uid):
-            continue
-        reason, message = as_str(e.get("reason")), as_str(e.get("message"))
-        if reason and message and reason in ("FailedScheduling", "NotTriggerScaleUp", "TriggeredScaleUp",
-                                             "FailedScaleUp", "Scheduled") and f"{reason}: {message}" not in out:
-            out.append(f"{reason}: {message}")
-    return out
 
 
 def check_drivers(pod: dict, namespace: str, policy: Policy, resolver: BundleResolver) -> None:

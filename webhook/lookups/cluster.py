@@ -92,6 +92,7 @@ class _Kind:
     resource: ApiResource
     switch: str  # the `Lookups` field that enables it
     transform: Callable[[dict], Any]
+    optional: bool = False  # the cluster may not serve it: not served reads as none of them
 
 
 KINDS = {
@@ -105,10 +106,10 @@ KINDS = {
         _Kind(SECRETS, "secrets", _secret_keys),
         _Kind(NODES, "nodes", node_summary),
         _Kind(RESOURCE_SLICES, "resource_slices", _slice_spec),
-        _Kind(DEVICE_TAINT_RULES, "resource_slices", _slice_spec),
+        _Kind(DEVICE_TAINT_RULES, "resource_slices", _slice_spec, optional=True),
         _Kind(RUNTIME_CLASSES, "runtime_classes", _name),
-        _Kind(NODE_POOLS, "node_pools", _pool("NodePool")),
-        _Kind(MACHINE_DEPLOYMENTS, "node_pools", _pool("MachineDeployment")),
+        _Kind(NODE_POOLS, "node_pools", _pool("NodePool"), optional=True),
+        _Kind(MACHINE_DEPLOYMENTS, "node_pools", _pool("MachineDeployment"), optional=True),
     )
 }
 
@@ -165,7 +166,8 @@ class ClusterResolver:
         self._off: dict[str, Lookup] = {}
         for plural, kind in KINDS.items():
             if getattr(policy_lookups, kind.switch):
-                informer = Informer(api_client, kind.resource, transform=kind.transform, settings=settings)
+                informer = Informer(api_client, kind.resource, transform=kind.transform, settings=settings,
+                                    optional=kind.optional)
                 self._slots[plural] = _Slot(kind, informer)
             else:
                 self._off[plural] = Lookup.miss(f"lookups of {plural} are off")

@@ -266,7 +266,7 @@ def explain(pod: Mapping[str, Any], facts: GpuFacts, context: Context, policy: P
     if cohort is not None and cohort.mechanism == DEVICE_PLUGIN and not facts.view.spec.get("runtimeClassName") \
             and default_runtime_class.missing(cohort, context) and facts.device_plugin:
         f = default_runtime_class.absent_finding(cohort)
-        out.runtime = T("{what}: {why}", what=f.what, why=f.why)
+        out.runtime = f.what
     if out.node:
         out.verdict = "bound"
         out.why = T('the pod is bound to node "{node}"', node=out.node)
@@ -429,7 +429,7 @@ def render_text(e: Explanation, language: str = "en") -> str:
     def r(value: Arg) -> str:
         return render(value, language)
 
-    lines = [r(T('pod "{pod}": {verdict}', pod=e.pod, verdict=T(_VERDICT_WORDS[e.verdict])))]
+    lines = [f'pod "{e.pod}": ' + r(T(_VERDICT_WORDS[e.verdict]))]
     if e.cohort:
         lines.append("  " + r(T('cohort "{cohort}" ({mechanism})', cohort=e.cohort, mechanism=str(e.mechanism))))
     else:
@@ -437,7 +437,7 @@ def render_text(e: Explanation, language: str = "en") -> str:
     if e.asks:
         lines.append("  " + r(T("asks for: {asks}", asks=Joined(tuple(e.asks)))))
     if e.node:
-        lines.append("  " + r(T('node: "{node}"', node=e.node)))
+        lines.append("  " + r(T('bound to node "{node}"', node=e.node)))
     groups = _grouped(e.nodes, language)
     if groups:
         lines.append("  " + r(T("nodes of the cohort:")))
@@ -465,13 +465,13 @@ def render_text(e: Explanation, language: str = "en") -> str:
         for device, claims in list(c.held.items())[:8]:
             lines.append("    " + r(T("{device} is held by {claims}", device=device, claims=Joined(tuple(claims)))))
         for device, why in c.blocked[:8]:
-            lines.append("    " + r(T("{device}: {why}", device=device, why=why)))
+            lines.append(f"    {device}: {why}")
         if c.allocated:
             lines.append("    " + r(T("allocated: {devices}", devices=Joined(tuple(c.allocated)))))
     if e.runtime is not None and not any("[default-runtime-class]" in f for f in e.findings):
         lines.append("  " + r(e.runtime))
     for f in e.findings:
-        lines.append("  " + r(T("gpu-admission: {finding}", finding=f)))
+        lines.append("  gpu-admission: " + f)
     for s in e.scheduler:
         lines.append("  " + r(T("scheduler: {message}", message=s)))
     lines.append("  " + r(T("why: {why}", why=e.why)))

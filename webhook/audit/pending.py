@@ -3,7 +3,6 @@ listing's Pods, claims and classes, with the Nodes, ResourceSlices (and what els
 beside them. What cannot be listed leaves that part unknown, said in the explanation, never a failure."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kubernetes.client import ApiClient
@@ -23,10 +22,10 @@ from webhook.lookups.resources import (
 )
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.occupancy import build as build_occupancy
+from webhook.objects.occupancy import scheduler_words
 from webhook.policy.explain import Explanation
 
 CAPACITY = (NODES, RESOURCE_SLICES, RUNTIME_CLASSES, DEVICE_TAINT_RULES, NODE_POOLS, MACHINE_DEPLOYMENTS)
-SCHEDULING_REASONS = ("FailedScheduling", "NotTriggerScaleUp", "TriggeredScaleUp", "FailedScaleUp", "Scheduled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,24 +33,6 @@ class Pending:
     namespace: str
     name: str
     explanation: Explanation
-
-
-def scheduler_words(pod: dict, events: Sequence[dict] = ()) -> list[str]:
-    """The PodScheduled condition's message and the pod's scheduling events, as the scheduler wrote them."""
-    out = []
-    for c in as_list(as_dict(pod.get("status")).get("conditions")):
-        c = as_dict(c)
-        if c.get("type") == "PodScheduled" and c.get("status") == "False" and as_str(c.get("message")):
-            out.append(f"{as_str(c.get('reason')) or 'PodScheduled=False'}: {as_str(c.get('message'))}")
-    uid = as_dict(pod.get("metadata")).get("uid")
-    for e in events:
-        involved = as_dict(e.get("involvedObject"))
-        if uid and involved.get("uid") not in (None, uid):
-            continue
-        reason, message = as_str(e.get("reason")), as_str(e.get("message"))
-        if reason in SCHEDULING_REASONS and message and f"{reason}: {message}" not in out:
-            out.append(f"{reason}: {message}")
-    return out
 
 
 def is_pending(pod: dict) -> bool:

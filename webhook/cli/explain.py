@@ -7,7 +7,6 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from webhook.audit.pending import scheduler_words
 from webhook.cli.exits import fail
 from webhook.cli.inputs import read_inputs
 from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
@@ -18,6 +17,7 @@ from webhook.lookups.base import NoLookups
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.occupancy import build as build_occupancy
+from webhook.objects.occupancy import scheduler_words
 from webhook.objects.podspec import pod_view
 from webhook.policy.explain import explanation_dict
 from webhook.policy.explain import render_text
@@ -174,6 +174,15 @@ def check_drivers(pod: dict, namespace: str, policy: Policy, resolver: BundleRes
                         f"(GPU drivers: {', '.join(sorted(policy.gpu_drivers))})")
 
 
+def _uses_dra(pod: dict, snapshot: Snapshot) -> bool:
+    """The pod may get devices through DRA: claims, or an extended resource a DeviceClass serves (KEP-5004).
+    Otherwise the ResourceSlices, the larger part of a big snapshot to read, say nothing of it."""
+    spec = as_dict(pod.get("spec"))
+    return bool(spec.get("resourceClaims")) or any(
+        as_dict(c.get("spec")).get("extendedResourceName") for c in snapshot.of_kind("DeviceClass")) or \
+        "deviceclass.resource.kubernetes.io/" in json.dumps(spec.get("containers"))
+
+
 def run(args) -> int:
     target = args.target
     by_name = target[0] == "pod"
@@ -206,7 +215,9 @@ def run(args) -> int:
             snapshot.objects.extend(d.obj for d in inputs.documents if d.obj.get("kind") != "Pod")
             snapshot.objects = [o for o in snapshot.objects if not (o.get("kind") == "Pod" and _named(o, named))]
             asked.extend((p, False) for p in pods)
-        resolver = BundleResolver(snapshot.objects, default_namespace=args.namespace,
+        objects = snapshot.objects if any(_uses_dra(p, snapshot) for p, _ in asked) else \
+            [o for o in snapshot.objects if o.get("kind") != "ResourceSlice"]
+        resolver = BundleResolver(objects, default_namespace=args.namespace,
                                   fallback=NoLookups("not found in the cluster"))
         occupancy = build_occupancy(snapshot.of_kind("Pod"), snapshot.of_kind("ResourceClaim"))
         explanations = []

@@ -6,7 +6,7 @@ A pod's request per resource is what the scheduler counts (the larger of its con
 largest init container); pods that have finished (Succeeded, Failed) hold nothing."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,4 +98,25 @@ def build(pods: Iterable[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]]
         out.claims[(namespace, name)] = claim
         for key in allocated_devices(claim):
             out.held.setdefault(key, []).append(f"{namespace}/{name}")
+    return out
+
+
+SCHEDULING_REASONS = ("FailedScheduling", "NotTriggerScaleUp", "TriggeredScaleUp", "FailedScaleUp", "Scheduled")
+
+
+def scheduler_words(pod: dict, events: Sequence[dict] = ()) -> list[str]:
+    """The PodScheduled condition's message and the pod's scheduling events, as the scheduler wrote them."""
+    out = []
+    for c in as_list(as_dict(pod.get("status")).get("conditions")):
+        c = as_dict(c)
+        if c.get("type") == "PodScheduled" and c.get("status") == "False" and as_str(c.get("message")):
+            out.append(f"{as_str(c.get('reason')) or 'PodScheduled=False'}: {as_str(c.get('message'))}")
+    uid = as_dict(pod.get("metadata")).get("uid")
+    for e in events:
+        involved = as_dict(e.get("involvedObject"))
+        if uid and involved.get("uid") not in (None, uid):
+            continue
+        reason, message = as_str(e.get("reason")), as_str(e.get("message"))
+        if reason in SCHEDULING_REASONS and message and f"{reason}: {message}" not in out:
+            out.append(f"{reason}: {message}")
     return out

@@ -161,6 +161,13 @@ class _Leaf:
     matched: list[Device]
     blocked: dict[tuple[str, str, str], str]
     held: dict[tuple[str, str, str], list[str]]
+    by_node: dict[str, list[Device]] = field(default_factory=dict)  # matched devices by node ("": any node)
+    labels: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for d in self.matched:
+            self.by_node.setdefault(d.node, []).append(d)
+            self.labels[d.key] = d.label
 
 
 def _leaf(claim: str, leaf: DeviceRequest, inventory: Inventory, context: Context, policy: Policy,
@@ -187,7 +194,8 @@ def _leaf(claim: str, leaf: DeviceRequest, inventory: Inventory, context: Contex
 
 def _on_node(found: _Leaf, node: str) -> tuple[int, int, int]:
     """(matching devices usable from the node, of them not held, held) for the request."""
-    usable = [d for d in found.matched if (not d.node or d.node == node) and d.key not in found.blocked]
+    near = found.by_node.get(node, []) + found.by_node.get("", [])
+    usable = [d for d in near if d.key not in found.blocked]
     free = [d for d in usable if d.key not in found.held]
     return len(usable), len(free), len(usable) - len(free)
 
@@ -202,8 +210,8 @@ def _device_reason(alternatives: list[_Leaf], node: str) -> Reason | None:
         if first is not None:
             continue
         if usable >= found.need:
-            claims = sorted({c for d in found.matched if d.key in found.held and (not d.node or d.node == node)
-                             for c in found.held[d.key]})
+            claims = sorted({c for d in found.by_node.get(node, []) + found.by_node.get("", [])
+                             if d.key in found.held for c in found.held[d.key]})
             first = Reason(kind="devices-held", lasting=False, amount=free, text=T(
                 'claim "{claim}": {free} of the {usable} matching devices are free, it asks for {need}; held by '
                 "claims {claims}", claim=found.claim, free=free, usable=usable, need=found.need,
@@ -296,10 +304,7 @@ def explain(pod: Mapping[str, Any], facts: GpuFacts, context: Context, policy: P
 
 
 def _device_name(found: _Leaf, key: tuple[str, str, str]) -> str:
-    for d in found.matched:
-        if d.key == key:
-            return d.label
-    return "/".join(key[1:])
+    return found.labels.get(key) or "/".join(key[1:])
 
 
 def _own_claims(pod: Mapping[str, Any], occupancy: Occupancy, namespace: str) -> dict[str, list[Mapping]]:

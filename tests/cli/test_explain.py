@@ -69,7 +69,8 @@ KARPENTER = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"
              "spec": {"template": {"metadata": {"labels": DP}, "spec": {"requirements": [
                  {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": ["8"]}],
                  "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}}}}
-OTHER_RUNTIME = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "crun"}, "handler": "crun"}
+OTHER_RUNTIME = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "crun"},
+                 "handler": "crun"}
 HOLDERS = [gpu_pod("big-0", amount=6, node="hybrid-dp-0"), gpu_pod("big-1", amount=4, node="hybrid-dp-1"),
            gpu_pod("done", amount=8, node="hybrid-dp-0") | {"status": {"phase": "Succeeded"}}]
 CPU_NODES = {"apiVersion": "v1", "kind": "List", "items": [
@@ -98,7 +99,8 @@ CASES = [
                  snapshot(claim("holder", allocated=[("hybrid-dra-h200-0", "gpu-0")])), "waits", 1, "ml/holder",
                  id="dra-the-device-is-held-by-a-claim"),
     pytest.param([claim("two", count=2), claim_pod("llm", "two")], snapshot(), "never", 1,
-                 "1 matching devices on the node that it can get, it asks for 2", id="dra-more-devices-than-a-node-has"),
+                 "1 matching devices on the node that it can get, it asks for 2",
+                 id="dra-more-devices-than-a-node-has"),
     pytest.param([claim("b", "b200"), claim_pod("llm", "b")], snapshot(B200), "never", 1, '"matched": []',
                  id="dra-class-matches-no-device"),
     pytest.param([claim("one"), claim_pod("llm", "one")],

@@ -190,8 +190,8 @@ def test_explain_and_unsatisfiable_request_agree_with_the_scheduler(cluster, sch
             if row.outcome != "denied":
                 disagreements.append(f"{row.name}: denied at admission: {created.stderr.strip()}")
             continue
-        settled = wait_for(lambda: _settled(kubectl, namespace, row.name), f"the scheduler to act on {row.name}",
-                           timeout=60)
+        settled = wait_for(lambda name=row.name: _settled(kubectl, namespace, name),
+                           f"the scheduler to act on {row.name}", timeout=60)
         code, said = _explain(cluster, namespace, row.name)
         bound = bool(settled["spec"].get("nodeName"))
         report.append((row.name, "bound" if bound else "pending", warned, said["verdict"], code))

@@ -19,8 +19,9 @@ from webhook.lookups.resources import (
     NODES,
     RESOURCE_SLICES,
     RUNTIME_CLASSES,
+    ApiResource,
 )
-from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.access import as_dict, as_str
 from webhook.objects.occupancy import build as build_occupancy
 from webhook.objects.occupancy import scheduler_words
 from webhook.policy.explain import Explanation
@@ -44,6 +45,7 @@ def list_capacity(api_client: ApiClient, listing: Listing, policy: Policy, *, ch
                   timeout: float) -> Listing:
     """What explain reads beside the listing, listed only when a pod is Pending (RuntimeClasses also when their
     lookups are on): an audit of running workloads asks nothing more of the cluster."""
+    resources: tuple[ApiResource, ...]
     if any(r.kind == "Pod" and is_pending(o) for r, o in listing.objects):
         resources = CAPACITY
     elif policy.lookups.runtime_classes:

@@ -26,11 +26,11 @@ from webhook.cli.common import (
 from webhook.cli.exits import fail, warn
 from webhook.cli.report import result_dict
 from webhook.cli.subjects import Subject, warned
-from webhook.policy.explain import explanation_dict, render_text
-from webhook.policy.messages import T, render
 from webhook.lookups.apiserver import ApiError
 from webhook.lookups.cluster import ClusterResolver
 from webhook.lookups.kubeconfig import ClusterConfigError, load_api_client
+from webhook.policy.explain import explanation_dict, render_text
+from webhook.policy.messages import T, render
 
 
 def register(sub) -> None:

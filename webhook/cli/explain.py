@@ -15,12 +15,11 @@ from webhook.handlers.context import build_context
 from webhook.handlers.explain import explain_pod
 from webhook.lookups.base import NoLookups
 from webhook.lookups.bundle import BundleResolver
-from webhook.objects.access import as_dict, as_list, as_str
+from webhook.objects.access import as_dict, as_str
 from webhook.objects.occupancy import build as build_occupancy
 from webhook.objects.occupancy import scheduler_words
 from webhook.objects.podspec import pod_view
-from webhook.policy.explain import explanation_dict
-from webhook.policy.explain import render_text
+from webhook.policy.explain import explanation_dict, render_text
 
 SNAPSHOT_HINT = "kubectl get nodes,pods,resourceslices,resourceclaims,deviceclasses -A -o yaml"
 PENDING = frozenset({"waits", "never"})
@@ -75,7 +74,8 @@ def _read_snapshot(path: str) -> Snapshot:
     if inputs.errors:
         raise ExplainError(inputs.errors[0])
     objects = [d.obj for d in inputs.documents]
-    snapshot = Snapshot([o for o in objects if o.get("kind") != "Event"], [o for o in objects if o.get("kind") == "Event"])
+    snapshot = Snapshot([o for o in objects if o.get("kind") != "Event"],
+                        [o for o in objects if o.get("kind") == "Event"])
     if not snapshot.of_kind("Node"):
         raise ExplainError(f"{path}: the snapshot holds no Node; save one with `{SNAPSHOT_HINT}`")
     return snapshot

@@ -9,7 +9,6 @@ from webhook.objects.access import as_dict, as_str
 from webhook.objects.inventory import Inventory
 from webhook.objects.lookup import Lookup, Resolver
 
-
 _CLUSTER_SCOPED = frozenset({"DeviceClass", "Namespace", "Node", "ResourceSlice", "DeviceTaintRule", "NodePool",
                              "RuntimeClass"})
 

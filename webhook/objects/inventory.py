@@ -133,7 +133,8 @@ def read_node(obj: Mapping[str, Any]) -> NodeInfo | None:
     if not name:
         return None
     labels = {k: v for k, v in as_dict(meta.get("labels")).items() if type(k) is str and type(v) is str}
-    taints, passing = [], []
+    taints: list[Taint] = []
+    passing: list[Taint] = []
     for t in as_list(as_dict(obj.get("spec")).get("taints")):
         t = as_dict(t)
         key, effect = as_str(t.get("key")), as_str(t.get("effect"))
@@ -244,8 +245,8 @@ def read_slice(obj: Mapping[str, Any]) -> list[Device]:
                 capacity.setdefault(domain, {})[short] = amount
         view = {"driver": driver, "attributes": attributes, "capacity": capacity,
                 "allowMultipleAllocations": body.get("allowMultipleAllocations") is True}
-        consumes = tuple((counter_set, counter, amount)
-                         for c in as_list(body.get("consumesCounters")) if (counter_set := as_str(as_dict(c).get("counterSet")))
+        consumes = tuple((counter_set, counter, amount) for c in as_list(body.get("consumesCounters"))
+                         if (counter_set := as_str(as_dict(c).get("counterSet")))
                          for counter, amount in _counter_values(as_dict(c).get("counters")).items())
         # a dict: the CEL runtime reads plain dicts
         out.append(Device(node, driver, pool, name, view, _taints(body.get("taints")), consumes))
@@ -260,11 +261,11 @@ def taint_rules(devices: tuple[Device, ...], rules: Iterable[Mapping[str, Any]])
     for rule in rules:
         spec = as_dict(rule.get("spec"))
         selector = as_dict(spec.get("deviceSelector"))
-        taint = _taints([spec.get("taint")])
-        if not taint or selector.get("deviceClassName") or selector.get("selectors"):
+        given = _taints([spec.get("taint")])
+        if not given or selector.get("deviceClassName") or selector.get("selectors"):
             continue
         chosen.append((as_str(selector.get("driver")), as_str(selector.get("pool")), as_str(selector.get("device")),
-                       taint[0]))
+                       given[0]))  # one taint per rule
     if not chosen:
         return devices
     for d in devices:

@@ -104,7 +104,7 @@ def build(pods: Iterable[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]]
 SCHEDULING_REASONS = ("FailedScheduling", "NotTriggerScaleUp", "TriggeredScaleUp", "FailedScaleUp", "Scheduled")
 
 
-def scheduler_words(pod: dict, events: Sequence[dict] = ()) -> list[str]:
+def scheduler_words(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """The PodScheduled condition's message and the pod's scheduling events, as the scheduler wrote them."""
     out = []
     for c in as_list(as_dict(pod.get("status")).get("conditions")):

@@ -204,7 +204,7 @@ def _device_reason(alternatives: list[_Leaf], node: str) -> Reason | None:
     """Why no alternative of a request fits on the node; None when one does."""
     first: Reason | None = None
     for found in alternatives:
-        usable, free, held = _on_node(found, node)
+        usable, free, _ = _on_node(found, node)
         if free >= found.need:
             return None
         if first is not None:
@@ -273,8 +273,7 @@ def explain(pod: Mapping[str, Any], facts: GpuFacts, context: Context, policy: P
                           resource=use.resource, device_class=use.device_class.name if use.device_class else "?"))
     if cohort is not None and cohort.mechanism == DEVICE_PLUGIN and not facts.view.spec.get("runtimeClassName") \
             and default_runtime_class.missing(cohort, context) and facts.device_plugin:
-        f = default_runtime_class.absent_finding(cohort)
-        out.runtime = f.what
+        out.runtime = default_runtime_class.absent_finding(cohort).what
     if out.node:
         out.verdict = "bound"
         out.why = T('the pod is bound to node "{node}"', node=out.node)
@@ -307,9 +306,10 @@ def _device_name(found: _Leaf, key: tuple[str, str, str]) -> str:
     return found.labels.get(key) or "/".join(key[1:])
 
 
-def _own_claims(pod: Mapping[str, Any], occupancy: Occupancy, namespace: str) -> dict[str, list[Mapping]]:
+def _own_claims(pod: Mapping[str, Any], occupancy: Occupancy,
+                namespace: str) -> dict[str, list[Mapping[str, Any]]]:
     """The pod's claims as they exist: by name, or generated from a template (status.resourceClaimStatuses)."""
-    out: dict[str, list[Mapping]] = {}
+    out: dict[str, list[Mapping[str, Any]]] = {}
     spec = as_dict(pod.get("spec"))
     for entry in as_list(spec.get("resourceClaims")):
         entry = as_dict(entry)

@@ -11,11 +11,12 @@ capacity, shared counters of partitionable devices, any `firstAvailable` alterna
 resource that a DeviceClass serves (`extendedResourceName`) is checked as a claim of that class."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, DeviceClassInfo, Policy
 from webhook.objects.claims import DeviceRequest
-from webhook.objects.inventory import Admitted, Inventory, NodeInfo
+from webhook.objects.inventory import Admitted, Device, Inventory, NodeInfo, Taint
 from webhook.policy import capacity
 from webhook.policy.context import Context
 from webhook.policy.gpu import ClaimUse, GpuFacts, ResourceUse
@@ -127,7 +128,7 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
     return out
 
 
-def _pool(inventory: Inventory, cohort: Cohort, spec, resource: str) -> float:
+def _pool(inventory: Inventory, cohort: Cohort, spec: Mapping[str, Any], resource: str) -> float:
     """The most of `resource` a node the cohort's autoscaler adds can have; 0 when none adds nodes."""
     most = capacity.autoscaled_most(inventory, cohort, spec, resource)
     return 0.0 if most is None else most
@@ -214,12 +215,12 @@ def _leaf_problem(leaf: DeviceRequest, inventory: Inventory, admitted: Admitted,
              selector=which, error=v.reason)
 
 
-def taint_text(taint) -> str:
+def taint_text(taint: Taint) -> str:
     """A taint as kubectl describes one: key=value:effect, or key:effect."""
     return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
 
 
-def blocked_phrase(blocked) -> Arg:
+def blocked_phrase(blocked: Sequence[tuple[Device, str]]) -> Arg:
     """Why the devices the selectors match cannot be had: their taints, or their capacity."""
     device, why = blocked[0]
     if why == "taint":

@@ -1,18 +1,36 @@
 # syntax=docker/dockerfile:1
 # gpu-admission: the admission webhook image.
 #   docker build -t gpu-admission:dev .
-# The build stage installs the project from its own metadata (pyproject.toml) into a virtualenv; the
-# runtime stage copies only that virtualenv onto the same slim image (the virtualenv's interpreter is
-# /usr/local/bin/python3.11 in both): no pip, no pip cache, no build files. Everything is precompiled, so the image runs with a read-only root filesystem (the chart mounts
-# an emptyDir at /tmp for gunicorn's worker heartbeat files).
+# (`make image` builds this same file with buildah, without a registry: docs/deployment.md#the-image.)
+# Debian bookworm's slim image with Debian's own Python 3.11: the interpreter and its security updates come
+# from the Debian archive, a plain mirror any build machine can reach. A base stage holds only the interpreter;
+# the build stage adds python3-venv and installs the project from its own metadata (pyproject.toml) into a
+# virtualenv; the runtime stage is the base stage plus that virtualenv (whose interpreter, /usr/bin/python3,
+# is the same file in both): no pip, no pip cache, no build files, no apt lists. Everything is precompiled,
+# so the image runs with a read-only root filesystem (the chart mounts an emptyDir at /tmp for gunicorn's
+# worker heartbeat files).
 
-FROM python:3.11-slim-bookworm AS build
+FROM debian:bookworm-slim AS python
+# python3 brings python3.11 and its standard library at the archive's current security release.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3=3.11.2-1+b1 \
+ && rm -rf /var/lib/apt/lists/*
+
+FROM python AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     VIRTUAL_ENV=/opt/gpu-admission \
     PATH=/opt/gpu-admission/bin:$PATH
+# venv and ensurepip's pip wheel: only here, never in the runtime stage.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3-venv=3.11.2-1+b1 \
+ && rm -rf /var/lib/apt/lists/*
+# pip installs from PyPI, unless the build is given a directory of wheels and no index (PIP_NO_INDEX=1
+# PIP_FIND_LINKS=...: `make image` builds so, with no network to PyPI). Unset, they change nothing.
+ARG PIP_NO_INDEX
+ARG PIP_FIND_LINKS
 WORKDIR /src
-RUN python -m venv "$VIRTUAL_ENV"
+RUN python3 -m venv "$VIRTUAL_ENV"
 # The runtime dependencies from requirements.lock (`make lock` compiles it from pyproject.toml), every
 # file checked against its hash, so that two builds install the same bytes; then the project itself
 # with no dependency resolution of its own (only its build backend, setuptools, comes from the index).
@@ -23,7 +41,7 @@ RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements.lock \
  && python -m compileall -q "$VIRTUAL_ENV" \
  && pip uninstall --yes pip
 
-FROM python:3.11-slim-bookworm AS runtime
+FROM python AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     VIRTUAL_ENV=/opt/gpu-admission \

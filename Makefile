@@ -7,8 +7,14 @@ STAMP := $(VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 DIST := dist
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+# The files the lock pins (their hashes checked) and the build backend: what the install tests and `make image`
+# install from, with no index (tests/install), so that neither reaches PyPI.
+WHEELHOUSE := build/wheelhouse
+WHEELHOUSE_STAMP := $(WHEELHOUSE)/.complete
+IMAGE := $(DIST)/gpu-admission-$(VERSION).oci.tar
 
-.PHONY: install test lint e2e e2e-cluster run bench certs schema docs messages lock chart clean intree
+.PHONY: install wheelhouse image test lint e2e e2e-cluster run bench certs schema docs messages lock chart clean intree
 
 # The runtime dependencies at the lock's versions first (what the image runs), then the project and
 # its test tools.
@@ -16,7 +22,7 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[server,test]'
 	touch $(STAMP)
 
 $(CHECKOV_STAMP):
@@ -27,7 +33,24 @@ $(CHECKOV_STAMP):
 
 install: $(STAMP) $(CHECKOV_STAMP)
 
-test: install
+$(WHEELHOUSE_STAMP): requirements.lock pyproject.toml | $(STAMP)
+	$(BIN)/pip download --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements.lock \
+		--dest $(WHEELHOUSE)
+	$(BIN)/pip download --quiet --disable-pip-version-check --no-deps 'setuptools>=77' --dest $(WHEELHOUSE)
+	touch $@
+
+wheelhouse: $(WHEELHOUSE_STAMP)
+
+# The Dockerfile built with buildah, no registry needed (tools/image.sh says how): dist/gpu-admission-<version>.oci.tar,
+# holding docker.io/library/gpu-admission:<version>. Rebuilt when what goes into the image changes.
+$(IMAGE): Dockerfile .dockerignore requirements.lock pyproject.toml README.md tools/image.sh $(WHEELHOUSE_STAMP) \
+		$(shell find webhook -type f -not -name '*.py[co]' 2>/dev/null)
+	tools/image.sh $(VERSION) $@ $(WHEELHOUSE) >/dev/null
+
+image: $(IMAGE)
+	@echo $(IMAGE)
+
+test: install wheelhouse
 	$(BIN)/pytest
 
 # Configured in pyproject.toml: mypy (strict on webhook/policy and webhook/objects), ruff, import-linter.
@@ -36,12 +59,16 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# The suite through a real control plane (tests/e2e): builds kube-apiserver, kube-controller-manager, kubectl
-# and etcd from the pinned Go modules when missing (tests/e2e/.bin/, E2E_KUBERNETES=1.34|1.37), starts them
-# on loopback, runs tests/e2e, stops everything. E2E_ARGS go to pytest (e.g. -k denial, --update-golden).
-e2e: $(STAMP)
+# The image as built (tests/image: read, then run under runc) and the suite through a real control plane
+# (tests/e2e): builds kube-apiserver, kube-controller-manager, kubectl,
+# kube-scheduler, the kubelet and etcd from the pinned Go modules when missing (tests/e2e/.bin/,
+# E2E_KUBERNETES=1.34|1.37) and the node's pause and probe images (tests/e2e/.images/), starts them on loopback
+# and a bridge of this machine, runs tests/e2e, stops everything. E2E_ARGS go to pytest (e.g. -k denial,
+# --update-golden).
+e2e: $(STAMP) image
 	$(BIN)/python tests/e2e/build.py
-	$(BIN)/pytest -m e2e tests/e2e $(E2E_ARGS)
+	$(BIN)/python tests/e2e/images.py
+	$(BIN)/pytest -m e2e tests/e2e tests/image $(E2E_ARGS)
 
 # The same control plane kept running for manual use: prints the KUBECONFIG line, Ctrl-C stops it.
 e2e-cluster: $(STAMP)
@@ -84,7 +111,7 @@ messages: $(STAMP)
 # Run it after changing `dependencies` in pyproject.toml; tests/test_release.py says when it is due.
 lock: $(STAMP)
 	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
-		--output-file requirements.lock pyproject.toml
+		--extra server --output-file requirements.lock pyproject.toml
 
 # The chart as a versioned archive (helm package, through helm-python-sdk): dist/gpu-admission-<version>.tgz
 chart: $(STAMP)

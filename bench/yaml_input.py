@@ -1,6 +1,6 @@
-"""How much the C YAML loader saves `check` on large `helm template` output: a GPU infrastructure
-chart (tests/data/charts/gpu-workloads, written here in the shape of NVIDIA's device-plugin chart) and this
-project's chart, rendered by Helm (helm-python-sdk) and repeated to a few thousand
+"""How much the C YAML loader saves `check` on large `helm template` output: NVIDIA's device
+plugin chart (tests/data/fixtures/charts/nvidia-device-plugin, copied with its provenance) and this project's
+chart, rendered by Helm (helm-python-sdk) and repeated to a few thousand
 documents, read by libyaml's parser and by PyYAML's pure-Python one, measured in one run.
 
     .venv/bin/python bench/yaml_input.py [--copies N] [--rounds R]
@@ -27,7 +27,7 @@ from webhook.cli.main import main  # noqa: E402
 
 
 def rendering(copies: int) -> str:
-    charts = [(REPO / "tests" / "data" / "charts" / "gpu-workloads", {}),
+    charts = [(REPO / "tests" / "data" / "fixtures" / "charts" / "nvidia-device-plugin", {}),
               (REPO / "charts" / "gpu-admission", {"audit": {"enabled": True}})]
     one = ""
     for path, values in charts:

@@ -16,3 +16,12 @@ def _no_locale(monkeypatch):
     must not turn the English expectations into Japanese ones. A test that wants a locale sets it."""
     for variable in LOCALE_VARIABLES:
         monkeypatch.delenv(variable, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_ci(monkeypatch):
+    """`check`'s text output lists only failures where CI is set, and `-o github` writes the step summary where
+    GITHUB_STEP_SUMMARY is: the suite run in a pipeline must expect what it expects on a terminal. A test that
+    wants a pipeline sets them."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

@@ -1,12 +1,15 @@
-"""The schemas the CLI's and the audit's outputs are validated against: SARIF 2.1.0, JUnit XML as CI
-systems read it, and the CRDs of the report APIs. They are stand-ins written here from the
-specifications (tests/data/schemas/README.md) until the official files come through the steering
-repo's shared/; tests/test_schemas.py shows each refuses a broken document."""
+"""The schemas the CLI's and the audit's outputs are validated against, the official files
+(tests/data/fixtures/schemas, PROVENANCE.md there): OASIS' SARIF 2.1.0 JSON schema, the JUnit XSD of
+Jenkins' xUnit plugin, the OpenReports and wgpolicyk8s.io v1alpha2 report CRDs; and the Code Quality
+report's schema, a stand-in written here (tests/data/schemas/README.md) because Code Climate's issue
+format is a specification in prose. tests/test_schemas.py shows each refuses a broken document."""
 from __future__ import annotations
 
 import copy
 import functools
 import json
+import re
+import xml.etree.ElementTree as ET
 
 import jsonschema
 import xmlschema
@@ -14,14 +17,15 @@ import yaml
 
 from tests.support import DATA
 
-SCHEMAS = DATA / "schemas"
+SCHEMAS = DATA / "fixtures" / "schemas"
+STAND_INS = DATA / "schemas"
 
 
 @functools.cache
-def _sarif() -> jsonschema.Draft7Validator:
-    schema = json.loads((SCHEMAS / "sarif-2.1.0-standin.schema.json").read_text(encoding="utf-8"))
-    jsonschema.Draft7Validator.check_schema(schema)
-    return jsonschema.Draft7Validator(schema)
+def _sarif() -> jsonschema.Draft4Validator:
+    schema = json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator.check_schema(schema)
+    return jsonschema.Draft4Validator(schema)
 
 
 def sarif_errors(log: dict) -> list[str]:
@@ -36,11 +40,46 @@ def validate_sarif(log: dict) -> None:
 
 @functools.cache
 def _junit() -> xmlschema.XMLSchema:
-    return xmlschema.XMLSchema(str(SCHEMAS / "junit-standin.xsd"))
+    return xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd"))
+
+
+_COUNTS = ("tests", "failures", "errors", "skipped")
+_RESULTS = ("skipped", "failure", "error")
+
+
+def _own_junit_errors(root: ET.Element) -> list[str]:
+    """What CI readers rely on and junit-10.xsd leaves as free strings or an open choice: counts that are
+    non-negative integers, times that are non-negative numbers, a case's results before its output, and a
+    skipped case that did not also fail."""
+    errors = []
+    for element in root.iter():
+        for name in _COUNTS if element.tag in ("testsuites", "testsuite") else ():
+            value = element.get(name)
+            if value is not None and not value.isdigit():
+                errors.append(f"{element.tag} {name}={value!r}: not a non-negative integer")
+        time = element.get("time")
+        if time is not None and not re.fullmatch(r"\d+(\.\d+)?", time):
+            errors.append(f"{element.tag} time={time!r}: not a non-negative number")
+    for case in root.iter("testcase"):
+        tags = [child.tag for child in case]
+        if "skipped" in tags and ("failure" in tags or "error" in tags):
+            errors.append(f"testcase {case.get('name')!r}: skipped and also failed")
+        results = [i for i, tag in enumerate(tags) if tag in _RESULTS]
+        outputs = [i for i, tag in enumerate(tags) if tag not in _RESULTS]
+        if results and outputs and max(results) > min(outputs):
+            errors.append(f"testcase {case.get('name')!r}: a {tags[max(results)]} after its output")
+    return errors
+
+
+def junit_errors(text: str) -> list[str]:
+    """junit-10.xsd's objections (the reason of each), then ours (`_own_junit_errors`)."""
+    errors = [str(e.reason) for e in _junit().iter_errors(text)]
+    return errors or _own_junit_errors(ET.fromstring(text))
 
 
 def validate_junit(text: str) -> None:
-    _junit().validate(text)
+    errors = junit_errors(text)
+    assert not errors, errors[:5]
 
 
 def _closed(schema: dict) -> dict:
@@ -66,10 +105,10 @@ def _closed(schema: dict) -> dict:
 
 
 CRDS = {
-    ("wgpolicyk8s.io/v1alpha2", "PolicyReport"): "wgpolicyk8s.io_policyreports-standin.yaml",
-    ("wgpolicyk8s.io/v1alpha2", "ClusterPolicyReport"): "wgpolicyk8s.io_clusterpolicyreports-standin.yaml",
-    ("openreports.io/v1alpha1", "Report"): "openreports.io_reports-standin.yaml",
-    ("openreports.io/v1alpha1", "ClusterReport"): "openreports.io_clusterreports-standin.yaml",
+    ("wgpolicyk8s.io/v1alpha2", "PolicyReport"): "wgpolicyk8s.io_policyreports.yaml",
+    ("wgpolicyk8s.io/v1alpha2", "ClusterPolicyReport"): "wgpolicyk8s.io_clusterpolicyreports.yaml",
+    ("openreports.io/v1alpha1", "Report"): "openreports.io_reports.yaml",
+    ("openreports.io/v1alpha1", "ClusterReport"): "openreports.io_clusterreports.yaml",
 }
 
 
@@ -87,3 +126,15 @@ def crd_errors(obj: dict) -> list[str]:
     """What the apiserver would refuse (or prune) in `obj` by its CRD's openAPIV3Schema."""
     validator = _crd(obj["apiVersion"], obj["kind"])
     return [f"{'.'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(obj)]
+
+
+@functools.cache
+def _codeclimate() -> jsonschema.Draft7Validator:
+    """The Code Quality report's schema: a stand-in written here (tests/data/schemas/README.md)."""
+    schema = json.loads((STAND_INS / "codeclimate-issue.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft7Validator.check_schema(schema)
+    return jsonschema.Draft7Validator(schema)
+
+
+def codeclimate_errors(report: list) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in _codeclimate().iter_errors(report)]

@@ -75,19 +75,51 @@ def test_the_lock_pins_every_file_by_hash_and_names_no_local_paths():
     assert all(hashes for _, hashes, _ in lock.values()), "a pin without a hash: pip --require-hashes refuses it"
     text = LOCK.read_text(encoding="utf-8")
     assert not re.search(r"^\s*(--find-links|--index-url|--extra-index-url|-f |-e )", text, re.M)
-    assert "pip-compile --allow-unsafe --generate-hashes" in text  # as `make lock` writes it
+    assert "pip-compile --allow-unsafe --extra=server --generate-hashes" in text  # as `make lock` writes it
+
+
+def _image_requirements() -> list[Requirement]:
+    """What the image runs: the light CLI's dependencies and the server extra (the Dockerfile's lock)."""
+    return [Requirement(r) for r in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["server"]]
 
 
 def test_the_lock_is_current_with_pyprojects_runtime_dependencies():
-    """Offline: the lock's top-level packages are exactly pyproject's `dependencies`, each pinned within its
-    bounds. A dependency added, dropped or re-bounded in pyproject.toml without `make lock` fails here."""
+    """Offline: the lock's top-level packages are exactly pyproject's `dependencies` and its `server` extra, each
+    pinned within its bounds. A dependency added, dropped or re-bounded in pyproject.toml without `make lock`
+    fails here."""
     lock = _lock()
     top = {name for name, (_, _, via) in lock.items() if any(v.startswith("gpu-admission") for v in via)}
-    wanted = {canonicalize_name(Requirement(r).name): Requirement(r) for r in PROJECT["dependencies"]}
+    wanted = {canonicalize_name(r.name): r for r in _image_requirements()}
     assert top == set(wanted), "run `make lock`: requirements.lock was compiled from other dependencies"
     for name, requirement in wanted.items():
         assert requirement.specifier.contains(lock[name][0], prereleases=True), (
             f"{name}=={lock[name][0]} is outside pyproject's {requirement.specifier}: run `make lock`")
+
+
+def test_the_lock_holds_everything_its_packages_require_with_the_extras_asked():
+    """The lock is installed with `--no-deps`, so nothing is resolved at install time: every requirement of every
+    locked package, under the extras pyproject asks for (gunicorn's `gevent` extra brings `packaging`, which
+    its gevent worker imports), is itself locked. Read from the installed packages' metadata, offline."""
+    from importlib.metadata import requires
+
+    lock = _lock()
+    missing: set[str] = set()
+    seen: set[tuple[str, frozenset[str]]] = set()
+    queue = [(canonicalize_name(r.name), frozenset(r.extras)) for r in _image_requirements()]
+    while queue:
+        name, extras = queue.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        if name not in lock:
+            missing.add(name)
+            continue
+        for text in requires(name) or []:
+            requirement = Requirement(text)
+            environments = [{"extra": extra} for extra in extras] or [{"extra": ""}]
+            if requirement.marker is None or any(requirement.marker.evaluate(env) for env in environments):
+                queue.append((canonicalize_name(requirement.name), frozenset(requirement.extras)))
+    assert missing == set(), "required by a locked package but not locked: run `make lock`"
 
 
 def test_the_lock_is_what_the_image_and_the_tests_run(tmp_path):
@@ -96,7 +128,7 @@ def test_the_lock_is_what_the_image_and_the_tests_run(tmp_path):
 
     lock = _lock()
     drift = {name: (pinned, version(name)) for name, (pinned, _, _) in lock.items()
-             if name in {canonicalize_name(Requirement(r).name) for r in PROJECT["dependencies"]}
+             if name in {canonicalize_name(r.name) for r in _image_requirements()}
              and version(name) != pinned}
     assert drift == {}, "installed runtime dependencies differ from requirements.lock (pinned, installed)"
 

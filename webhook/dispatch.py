@@ -1,6 +1,6 @@
 """Which handler answers a checked AdmissionReview request, and which requests no rule may block.
 
-DESIGN.md section 7: DELETE, CONNECT, subresources other than `pods/ephemeralcontainers`, updates
+docs/architecture.md, Never blocked: DELETE, CONNECT, subresources other than `pods/ephemeralcontainers`, updates
 that change only status or metadata, and updates of a workload that leave its pod template as it was
 (replicas, suspend, parallelism: nothing the rules read) always go through, so that cleanup (claims,
 finalizers, Jobs) and scaling are never stuck behind a policy."""
@@ -36,6 +36,11 @@ def never_blocked(request: AdmissionRequest) -> str:
     if sub and sub not in SUBRESOURCES.get((request.group, request.resource), ()):
         return f"the {request.resource}/{sub} subresource is never blocked"
     new, old = request.object, request.old_object
+    if request.group == "" and request.resource == "nodes":
+        # Node updates are read for one thing: labels that move the node between cohorts (allocation-owner).
+        if operation != "UPDATE" or new is None or old is None or not differ(_node_labels(new), _node_labels(old)):
+            return "a node update that changes no label is never blocked"
+        return ""
     if operation == "UPDATE" and new is not None and old is not None:  # the review layer requires both
         if _only_status_or_metadata(new, old):
             return "the update changes only status or metadata"
@@ -45,6 +50,11 @@ def never_blocked(request: AdmissionRequest) -> str:
             if _at(new, template) == _at(old, template) and _at(new, template) is not None:
                 return "the update leaves the pod template unchanged"
     return ""
+
+
+def _node_labels(obj: dict) -> object:
+    metadata = obj.get("metadata")
+    return metadata.get("labels") if isinstance(metadata, dict) else None
 
 
 def _at(obj, path: tuple[str, ...]):

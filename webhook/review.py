@@ -1,5 +1,5 @@
 """AdmissionReview `admission.k8s.io/v1` in and out, shaped to pass every check the kube-apiserver
-makes on a webhook's answer (DESIGN.md section 8). Pure functions: no Flask, no I/O."""
+makes on a webhook's answer (docs/architecture.md, The AdmissionReview contract). Pure functions: no Flask, no I/O."""
 from __future__ import annotations
 
 import base64

@@ -1,6 +1,6 @@
 """Rule ids: the one source of truth used by messages, config, metrics, JSON output and docs.
 
-Ids are a public contract (DESIGN.md section 6): never rename one.
+Ids are a public contract (docs/architecture.md, Rule ids): never rename one.
 """
 from __future__ import annotations
 
@@ -34,9 +34,11 @@ class Rule(str, enum.Enum):
     RUNTIME_CLASS_CONFLICT = "runtime-class-conflict"
     RUN_AS_ROOT = "run-as-root"
     CLAIM_SHAPE = "claim-shape"
+    DEVICE_CONFIG = "device-config"
     LEGACY_API = "legacy-api"
     UNRESOLVED_CLAIM = "unresolved-claim"
     UNSATISFIABLE_REQUEST = "unsatisfiable-request"
+    ALLOCATION_OWNER = "allocation-owner"
     # mutation
     DEFAULT_RUNTIME_CLASS = "default-runtime-class"
     DEFAULT_SECURITY_CONTEXT = "default-security-context"
@@ -90,12 +92,19 @@ RULES: dict[Rule, RuleInfo] = {
     Rule.CLAIM_SHAPE: RuleInfo(
         "GPU claims with allocationMode All, too many devices, adminAccess, or no exactly/firstAvailable",
         "DRA claims"),
+    Rule.DEVICE_CONFIG: RuleInfo(
+        "an opaque config of the NVIDIA DRA drivers that the driver refuses (kind, fields, values, requests)",
+        "DRA claims"),
     Rule.LEGACY_API: RuleInfo("DRA shapes that no Kubernetes 1.34+ cluster accepts", "DRA claims"),
     Rule.UNRESOLVED_CLAIM: RuleInfo(
         "a referenced ResourceClaim or template that cannot be resolved", "DRA claims", default=Action.WARN),
     Rule.UNSATISFIABLE_REQUEST: RuleInfo(
         "a GPU request that no node or device of the cohort can ever satisfy (with Node/ResourceSlice lookups)",
         "GPU allocation", default=Action.WARN),
+    Rule.ALLOCATION_OWNER: RuleInfo(
+        "GPU infrastructure that gives a node a second allocation owner: owner DaemonSets reaching another "
+        "cohort, GPU Operator objects that clash, DeviceClasses sharing an extended resource, nodes moved "
+        "between cohorts", "GPU infrastructure"),
     Rule.DEFAULT_RUNTIME_CLASS: RuleInfo(
         "adds the device-plugin cohort's runtimeClassName to GPU pods that set none", "GPU runtime and security",
         mutation=True),

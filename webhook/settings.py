@@ -15,7 +15,7 @@ LOG_LEVEL_ALIASES = {"warning": "warn", "critical": "error"}
 LOG_FORMATS = ("json", "text")
 FAILURE_MODES = ("allow", "deny")
 
-# The deployment contract (DESIGN.md section 11; the Helm chart builds against these names).
+# The deployment contract (docs/architecture.md, The deployment contract; the Helm chart builds against these names).
 ENV_POLICY = "GPU_ADMISSION_POLICY"
 ENV_TLS_CERT = "GPU_ADMISSION_TLS_CERT"
 ENV_TLS_KEY = "GPU_ADMISSION_TLS_KEY"

@@ -11,7 +11,7 @@ matchConditions compile there (tests/e2e/test_failure.py, tests/e2e/test_chart.p
 
 Grammar (CEL precedence): or := and ('||' and)* ; and := rel ('&&' rel)* ;
 rel := unary (('=='|'!='|'in') unary)? ; unary := '!' unary | member ;
-member := primary ('.' IDENT ('(' args ')')?)* ;
+member := primary ('.' IDENT ('(' args ')')? | '[' or ']')* ;
 primary := IDENT | IDENT '(' args ')' | STRING | '[' list ']' | '(' or ')'
 """
 from __future__ import annotations
@@ -122,7 +122,13 @@ class Parser:
 
     def member(self):
         node = self.primary()
-        while self.peek("."):
+        while self.peek(".") or self.peek("["):
+            if self.peek("["):
+                self.i += 1
+                key = self.or_()
+                self.take("]")
+                node = ("index", node, key)
+                continue
             self.i += 1
             kind, name = self.tokens[self.i]
             if kind != "id":
@@ -232,6 +238,14 @@ def evaluate(node, env: dict[str, Any]):
         if not isinstance(base, dict):
             return Err(f"no such key {node[2]!r} on {type(base).__name__}")
         return base[node[2]] if node[2] in base else Err(f"no such key: {node[2]}")
+    if kind == "index":
+        base, key = evaluate(node[1], env), evaluate(node[2], env)
+        for side in (base, key):
+            if isinstance(side, Err):
+                return side
+        if not isinstance(base, dict) or not isinstance(key, str):
+            return Err(f"no such overload: {type(base).__name__}[{type(key).__name__}]")
+        return base[key] if key in base else Err(f"no such key: {key}")
     if kind == "has":
         base = evaluate(node[1][1], env)
         if isinstance(base, Err):

@@ -17,14 +17,18 @@ CHECKOV = REPO / ".venv-checkov" / "bin" / "checkov"
 
 EVERYTHING = {**VALUE_SETS["audit-cronjob"], **VALUE_SETS["extras-on"], **VALUE_SETS["lookups-on"],
               "prometheusRule": {"enabled": True}, "grafanaDashboard": {"enabled": True}}
+# The uninstall hook (webhooksCleanup) is in every set: it mounts a token to delete the webhook configurations
+# (CKV_K8S_38) and, accepting no connections, has no NetworkPolicy (CKV2_K8S_6).
 SCANNED = {
-    "default": ({}, {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_43", "CKV2_K8S_6"}),
-    # digest pinned and NetworkPolicy on: those two exceptions go; the audit and the lookups mount a token
-    "everything-on": (EVERYTHING, {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_38"}),
+    "default": ({}, {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_43", "CKV2_K8S_6", "CKV_K8S_38"}),
+    # digest pinned and NetworkPolicy on: those two exceptions go for the webhook; the audit and the lookups
+    # mount a token
+    "everything-on": (EVERYTHING, {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_38", "CKV2_K8S_6"}),
     "host-network": (VALUE_SETS["host-network"], {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_43", "CKV2_K8S_6",
-                                                  "CKV_K8S_19", "CKV_K8S_26"}),
+                                                  "CKV_K8S_19", "CKV_K8S_26", "CKV_K8S_38"}),
     # runAsUser null: the platform picks the user
-    "minimal": (VALUE_SETS["minimal"], {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_43", "CKV2_K8S_6", "CKV_K8S_40"}),
+    "minimal": (VALUE_SETS["minimal"], {"CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_43", "CKV2_K8S_6", "CKV_K8S_40",
+                                        "CKV_K8S_38"}),
 }
 
 

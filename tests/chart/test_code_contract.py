@@ -141,8 +141,13 @@ def test_every_policy_key_the_schema_allows_is_known_to_the_loader(key):
 
 # ---------------------------------------------------------------- webhook rules vs the engine's kinds
 
+INFRASTRUCTURE_HOOK = "infrastructure.validate."
+
+
 def _rules(rendered, kind: str) -> list[dict]:
-    return [rule for k, hook in rendered.webhooks() if k == kind for rule in hook["rules"]]
+    """The rules of the workload and DRA webhooks (the infrastructure webhook has its own test below)."""
+    return [rule for k, hook in rendered.webhooks() if k == kind and not hook["name"].startswith(INFRASTRUCTURE_HOOK)
+            for rule in hook["rules"]]
 
 
 def _resources(rules) -> set[tuple[str, str]]:
@@ -164,6 +169,40 @@ def test_validating_rules_cover_exactly_the_engine_s_kinds(rendered, value_set):
                 assert rule["scope"] == ("Namespaced" if info.namespaced else "Cluster"), resource
 
 
+@pytest.mark.parametrize("value_set", set_params())
+def test_the_infrastructure_webhook_covers_exactly_the_allocation_owner_s_kinds(rendered, value_set):
+    """DaemonSets (in the exempt namespaces only: the workloads webhook sees the rest), the GPU Operator's
+    objects at the versions its CRDs serve, and Node UPDATEs; every rule's scope is its kind's."""
+    (hook,) = [h for _, h in rendered.webhooks() if h["name"].startswith(INFRASTRUCTURE_HOOK)]
+    seen = {}
+    for rule in hook["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                info = kinds.BY_RESOURCE[(group, resource)]
+                assert rule["scope"] == ("Namespaced" if info.namespaced else "Cluster"), resource
+                seen[(group, resource)] = (tuple(rule["apiVersions"]), tuple(rule["operations"]))
+    assert seen == {
+        ("apps", "daemonsets"): (("v1",), ("CREATE", "UPDATE")),
+        **{(k.group, k.resource): ((kinds.OPERATOR_VERSIONS[k.kind],), ("CREATE", "UPDATE"))
+           for k in kinds.INFRASTRUCTURE if k.group == "nvidia.com"},
+        ("", "nodes"): (("v1",), ("UPDATE",)),
+    }
+    policy = parse_policy(rendered.policy_text())
+    expected = sorted({"kube-system", NAMESPACE} | set(policy.exempt_namespaces))
+    user = rendered.values.get("webhooks", {}).get("namespaceSelector", {})  # labels required on top
+    assert hook["namespaceSelector"] == {**user, "matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": expected},
+        *user.get("matchExpressions", [])]}
+    assert hook["clientConfig"].get("service", {}).get("path", "/validate") == "/validate" or \
+        hook["clientConfig"]["url"].endswith("/validate")
+
+
+def test_the_infrastructure_webhook_is_not_rendered_when_the_rule_is_off(render):
+    out = render({"policy": {"rules": {"allocation-owner": "off"}}})
+    assert not [h for _, h in out.webhooks() if h["name"].startswith(INFRASTRUCTURE_HOOK)]
+    assert [h for _, h in render({}).webhooks() if h["name"].startswith(INFRASTRUCTURE_HOOK)]
+
+
 @pytest.mark.parametrize("value_set", set_params("default", "custom-policy", "audit-mode"))
 def test_mutating_rules_cover_exactly_the_mutated_kinds_on_create(rendered, value_set):
     """Pods on CREATE; the ephemeral containers subresource on UPDATE (kubectl debug), and nothing else."""
@@ -183,7 +222,10 @@ def test_webhooks_never_match_what_must_always_go_through(rendered, value_set):
             assert not {"DELETE", "CONNECT", "*"} & set(rule["operations"])
             for resource in rule["resources"]:
                 name, _, sub = resource.partition("/")
-                assert name not in {"leases", "nodes", "events", "namespaces", "*"}
+                assert name not in {"leases", "events", "namespaces", "*"}
+                # Nodes: only the infrastructure webhook, only UPDATEs (never their status: see the sub check)
+                assert name != "nodes" or (hook["name"].startswith(INFRASTRUCTURE_HOOK)
+                                           and rule["operations"] == ["UPDATE"])
                 assert sub in ("", "ephemeralcontainers"), resource  # never status, scale, binding, ...
             assert "*" not in rule["apiGroups"] and "coordination.k8s.io" not in rule["apiGroups"]
 
@@ -196,6 +238,8 @@ def test_namespace_selector_excludes_system_own_and_exempt_namespaces(rendered, 
     expected = sorted({"kube-system", NAMESPACE} | set(policy.exempt_namespaces))
     user = rendered.values.get("webhooks", {}).get("namespaceSelector", {})  # labels required on top
     for _, hook in rendered.webhooks():
+        if hook["name"].startswith(INFRASTRUCTURE_HOOK):
+            continue  # the exempt namespaces only (test_the_infrastructure_webhook_covers_...)
         assert hook["namespaceSelector"] == {**user, "matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": expected},
             *user.get("matchExpressions", [])]}

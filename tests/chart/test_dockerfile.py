@@ -1,6 +1,6 @@
-"""The Dockerfile: hadolint clean, multi-stage, dependencies from the project's own metadata, nothing to
-build or cache in the final stage, a numeric non-root user, gunicorn with the production config as the
-entry point; and a .dockerignore that sends exactly what `pip install .` needs."""
+"""The Dockerfile: hadolint clean, multi-stage, Debian's own Python on Debian's slim image, dependencies from the
+project's own metadata, nothing to build or cache in the final stage, a numeric non-root user, gunicorn with the
+production config as the entry point; and a .dockerignore that sends exactly what `pip install .` needs."""
 from __future__ import annotations
 
 import ast
@@ -17,13 +17,15 @@ from pathlib import Path
 
 import yaml
 
+from tests import dockerfile
 from webhook import settings
 
 from .conftest import CHART, REPO
 
-DOCKERFILE = REPO / "Dockerfile"
+DOCKERFILE = dockerfile.DOCKERFILE
 DOCKERIGNORE = REPO / ".dockerignore"
 ENTRYPOINT = ["gunicorn", "--config", "python:webhook.server.gunicorn_conf", "webhook.server.wsgi:app"]
+BASE = "debian:bookworm-slim"
 
 
 def _hadolint() -> str:
@@ -32,30 +34,7 @@ def _hadolint() -> str:
     return found
 
 
-def _instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
-    out, pending = [], ""
-    for line in DOCKERFILE.read_text().splitlines():
-        stripped = line.strip()
-        if not pending and (not stripped or stripped.startswith("#")):
-            continue
-        pending += " " + stripped.rstrip("\\").strip()
-        if not stripped.endswith("\\"):
-            keyword, _, rest = pending.strip().partition(" ")
-            out.append((keyword.upper(), rest.strip()))
-            pending = ""
-    return out
-
-
-def _stages() -> list[dict]:
-    stages = []
-    for keyword, args in _instructions():
-        if keyword == "FROM":
-            parts = args.split()
-            stages.append({"from": parts[0], "name": parts[2] if len(parts) > 2 else None, "steps": []})
-        else:
-            stages[-1]["steps"].append((keyword, args))
-    return stages
+_stages = dockerfile.stages
 
 
 def test_hadolint_reports_nothing():
@@ -70,19 +49,41 @@ def test_hadolint_is_not_told_to_look_away():
     assert not (REPO / ".hadolint.yaml").exists() and not (REPO / ".hadolint.yml").exists()
 
 
-def _root(stage: dict, stages: list[dict]) -> str:
-    names = {s["name"]: s for s in stages if s["name"]}
-    return _root(names[stage["from"]], stages) if stage["from"] in names else stage["from"]
+def _apt_installs(stage: dict) -> list[list[str]]:
+    """The packages each `apt-get install` of the stage names."""
+    out = []
+    for keyword, args in stage["steps"]:
+        for part in args.split("&&") if keyword == "RUN" else []:
+            words = shlex.split(part)
+            if words[:2] == ["apt-get", "install"]:
+                out.append([w for w in words[2:] if not w.startswith("-")])
+    return out
 
 
-def test_built_on_python_3_11_and_run_on_its_slim_image():
+def test_built_and_run_on_debian_bookworm_slim_with_debian_s_python_3_11():
     stages = _stages()
-    assert len(stages) >= 2
-    roots = [_root(s, stages) for s in stages]
-    # The virtualenv the build stage makes must run unchanged on the runtime's image: the same image, so the
-    # same Python and Debian release (nothing is compiled: the package is plain Python).
-    assert set(roots) == {"python:3.11-slim-bookworm"}, roots
-    assert roots[-1] == "python:3.11-slim-bookworm"
+    assert len(stages) >= 3
+    assert {dockerfile.root(s, stages) for s in stages} == {BASE}
+    build, final = dockerfile.build_stage(), stages[-1]
+    # The virtualenv the build stage makes must run unchanged in the final image: both are built on the one stage
+    # that installs the interpreter, so /usr/bin/python3 is the same file (nothing is compiled at install time).
+    shared = [s for s in dockerfile.lineage(build, stages) if s in dockerfile.lineage(final, stages)]
+    assert shared and shared[0]["from"] == BASE
+    interpreter = [p for s in shared for p in _apt_installs(s)]
+    assert interpreter == [["python3=3.11.2-1+b1"]], "the shared stage installs Debian's python3 (3.11), pinned"
+    # venv (and ensurepip's pip wheel) only where the virtualenv is made
+    own = [p for s in dockerfile.lineage(build, stages) if s not in shared for p in _apt_installs(s)]
+    assert own == [["python3-venv=3.11.2-1+b1"]]
+
+
+def test_every_apt_install_is_pinned_without_recommends_and_leaves_no_lists():
+    for stage in _stages():
+        for keyword, args in stage["steps"]:
+            if keyword == "RUN" and "apt-get" in args:
+                assert "apt-get update" in args and "--no-install-recommends" in args, args
+                assert args.rstrip().endswith("rm -rf /var/lib/apt/lists/*"), args
+                packages = [p for install in _apt_installs({"steps": [(keyword, args)]}) for p in install]
+                assert packages and all("=" in p for p in packages), args
 
 
 def test_dependencies_come_from_the_hash_pinned_lock_then_the_project_in_the_build_stage():
@@ -92,7 +93,7 @@ def test_dependencies_come_from_the_hash_pinned_lock_then_the_project_in_the_bui
     assert len(installs) == 1
     stage, command = installs[0]
     assert stage < len(stages) - 1, "pip install runs in a build stage, not in the final image"
-    steps = [shlex.split(part) for part in command.split("&&") if "pip install" in part]
+    steps = dockerfile.pip_installs(command)
     assert len(steps) == 2
     locked, project = steps
     # every dependency from the lock, each file checked against its hash; nothing resolved beside it
@@ -105,9 +106,14 @@ def test_dependencies_come_from_the_hash_pinned_lock_then_the_project_in_the_bui
 
 
 def test_final_stage_has_no_build_tools_caches_or_sources():
-    final = _stages()[-1]
+    stages = _stages()
+    final = stages[-1]
     text = " ".join(args for _, args in final["steps"])
     assert not [k for k, _ in final["steps"] if k in ("RUN", "ADD")], "the final stage only copies the virtualenv"
+    # what the final stage is built on installs the interpreter only (the shared stage above)
+    below = dockerfile.lineage(final, stages)[:-1]
+    assert [p for s in below for p in _apt_installs(s)] == [["python3=3.11.2-1+b1"]]
+    assert not [a for s in below for k, a in s["steps"] if k in ("ADD", "COPY") or "pip" in a]
     for word in ("apt-get", "gcc", "build-essential", "pip install", "/root/.cache"):
         assert word not in text
     copies = [args for k, args in final["steps"] if k == "COPY"]
@@ -131,7 +137,7 @@ def test_runs_as_the_chart_s_numeric_non_root_user():
 
 def test_entrypoint_is_gunicorn_with_the_production_config():
     final = _stages()[-1]
-    (entrypoint,) = [json.loads(args) for k, args in final["steps"] if k == "ENTRYPOINT"]
+    entrypoint = dockerfile.entrypoint()
     assert entrypoint == ENTRYPOINT
     assert not [k for k, _ in final["steps"] if k == "CMD"]
     config_module = entrypoint[2].removeprefix("python:")

@@ -74,7 +74,7 @@ def test_extra_env_args_and_volumes_are_added_after_the_charts_own():
 
 def test_selectors_and_user_match_conditions_reach_every_webhook():
     hooks = rendered_set("escape-hatches").webhooks()
-    assert len(hooks) == 6
+    assert len(hooks) == 7  # five validating (one of them for infrastructure, allocation-owner), two mutating
     for _, hook in hooks:
         ns = hook["namespaceSelector"]
         assert ns["matchLabels"] == {"gpu": "true"}

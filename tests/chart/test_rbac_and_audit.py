@@ -23,13 +23,24 @@ LOOKUP_RESOURCES = {
 }
 
 
+CLEANUP = f"{RELEASE}-cleanup"
+# The only rules by name: the audit's read of the webhook configuration that owns its reports, and the uninstall
+# hook's deletion of the release's own two webhook configurations.
+BY_NAME = (
+    {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
+     "resourceNames": [RELEASE], "verbs": ["get"]},
+    {"apiGroups": ["admissionregistration.k8s.io"],
+     "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+     "resourceNames": [RELEASE], "verbs": ["get", "delete"]},
+)
+
+
 def _grants(role: dict) -> dict[tuple[str, str], set[str]]:
     out: dict[tuple[str, str], set[str]] = {}
     for rule in role["rules"]:
         assert "nonResourceURLs" not in rule
-        if "resourceNames" in rule:  # only the audit's read of the webhook configuration that owns its reports
-            assert rule == {"apiGroups": ["admissionregistration.k8s.io"], "resources": [
-                "validatingwebhookconfigurations"], "resourceNames": [RELEASE], "verbs": ["get"]}, rule
+        if "resourceNames" in rule:
+            assert rule in BY_NAME, rule
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 assert "*" not in (group, resource) and "*" not in rule["verbs"]
@@ -56,9 +67,9 @@ def test_webhook_rbac_is_exactly_the_enabled_lookups(render, enabled):
     out = render({"lookups": {name: True for name in enabled}})
     pod = out.one("Deployment")["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is bool(enabled)
-    assert out.one("ServiceAccount")["automountServiceAccountToken"] is False
+    assert out.one("ServiceAccount", RELEASE)["automountServiceAccountToken"] is False
     if not enabled:
-        assert out.all("ClusterRole") == [] and out.all("ClusterRoleBinding") == []
+        assert _not_hooks(out.all("ClusterRole")) == [] and _not_hooks(out.all("ClusterRoleBinding")) == []
         assert out.all("Role") == [] and out.all("RoleBinding") == []
         return
     role = out.one("ClusterRole", f"{RELEASE}-lookups")
@@ -71,6 +82,43 @@ def test_webhook_rbac_is_exactly_the_enabled_lookups(render, enabled):
                                   "name": role["metadata"]["name"]}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": pod["serviceAccountName"],
                                     "namespace": NAMESPACE}]
+
+
+def _not_hooks(objects: list[dict]) -> list[dict]:
+    return [o for o in objects if o["metadata"]["name"] != CLEANUP]
+
+
+def test_the_uninstall_hook_may_only_delete_the_release_s_webhook_configurations(render):
+    """Helm runs it before deleting anything else: a ServiceAccount, a ClusterRole naming the two configurations
+    and a Job that runs the webhook's image, all hooks, removed once it succeeded."""
+    out = render({})
+    role = out.one("ClusterRole", CLEANUP)
+    assert _grants(role) == {("admissionregistration.k8s.io", "validatingwebhookconfigurations"): {"get", "delete"},
+                             ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): {"get", "delete"}}
+    job = out.one("Job", CLEANUP)
+    for obj in (role, job, out.one("ServiceAccount", CLEANUP), out.one("ClusterRoleBinding", CLEANUP)):
+        assert obj["metadata"]["annotations"]["helm.sh/hook"] == "pre-delete"
+        assert obj["metadata"]["annotations"]["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+    assert int(job["metadata"]["annotations"]["helm.sh/hook-weight"]) > int(
+        role["metadata"]["annotations"]["helm.sh/hook-weight"])  # its RBAC exists before the Job runs
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    webhook = out.one("Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == webhook["image"]
+    assert container["command"] == ["python", "-m", "webhook.uninstall", RELEASE]
+    assert container["securityContext"] == webhook["securityContext"]
+    assert pod["serviceAccountName"] == CLEANUP and pod["restartPolicy"] == "Never"
+
+
+@pytest.mark.parametrize("values", [
+    pytest.param({"webhooksCleanup": {"enabled": False}}, id="disabled"),
+    pytest.param({"webhooks": {"url": "https://203.0.113.9:8443"}, "certificates": {"caBundle": "Y2E="}},
+                 id="out-of-cluster-webhook"),
+])
+def test_no_uninstall_hook_where_it_is_off_or_nothing_in_the_cluster_serves(render, values):
+    out = render(values)
+    assert [o for o in out.all("Job") if o["metadata"]["name"] == CLEANUP] == []
+    assert [o for o in out.all("ClusterRole") if o["metadata"]["name"] == CLEANUP] == []
 
 
 def test_a_lookup_enabled_in_the_policy_subtree_also_gets_its_rbac(render):
@@ -140,14 +188,14 @@ def test_audit_rbac_reads_what_it_audits_and_writes_only_policy_reports(rendered
 
 def test_audit_without_lookups_has_no_lookup_binding(render):
     out = render({"audit": {"enabled": True}})
-    assert [b["metadata"]["name"] for b in out.all("ClusterRoleBinding")] == [f"{RELEASE}-audit"]
+    assert [b["metadata"]["name"] for b in _not_hooks(out.all("ClusterRoleBinding"))] == [f"{RELEASE}-audit"]
 
 
 @pytest.mark.parametrize("value_set", set_params())
 def test_no_object_grants_more_than_reads_and_policy_reports(rendered, value_set):
     for role in rendered.all("ClusterRole") + rendered.all("Role"):
         for (group, _), verbs in _grants(role).items():
-            if group not in ("wgpolicyk8s.io", "openreports.io"):
+            if group not in ("wgpolicyk8s.io", "openreports.io") and role["metadata"]["name"] != CLEANUP:
                 assert verbs <= {"get", "list", "watch"}, role["metadata"]["name"]  # never write anything else
 
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
                  id="unknown-on-error"),
     pytest.param({"exemptNamespaces": ["ML_Team"]}, "/exemptNamespaces/0", id="namespace-not-dns-label"),
     pytest.param({"lookups": {"secrets": "yes"}}, "/lookups/secrets", id="lookup-not-boolean"),
-    pytest.param({"lookups": {"pods": True}}, "'pods' not allowed", id="unknown-lookup"),
+    pytest.param({"lookups": {"services": True}}, "'services' not allowed", id="unknown-lookup"),
     pytest.param({"webhooks": {"validating": {"timeoutSeconds": 10}}}, "/webhooks/validating/timeoutSeconds",
                  id="timeout-above-5"),
     pytest.param({"webhooks": {"mutating": {"timeoutSeconds": 0}}}, "/webhooks/mutating/timeoutSeconds",

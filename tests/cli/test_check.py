@@ -10,7 +10,7 @@ import yaml
 from tests.support import DATA, REAL_MANIFESTS, SEED
 from webhook.cli.main import main
 
-FIELDS = {"kind", "namespace", "name", "source", "allowed", "violations", "patch"}
+FIELDS = {"formatVersion", "kind", "namespace", "name", "source", "allowed", "violations", "patch"}
 BAD_POD = """\
 apiVersion: v1
 kind: Pod
@@ -36,12 +36,46 @@ def by_name(results):
     return {(r["namespace"], r["name"]): r for r in results}
 
 
+DEMOS_REFUSED = [("gpu-test4", "mig-devices"), ("gpu-test4", "pod"), ("gpu-test5", "multiple-gpus"),
+                 ("gpu-test5", "pod0"), ("gpu-test6", "a100"), ("gpu-test6", "pod"), ("gpu-test-mps", "shared-gpu"),
+                 ("gpu-test-mps", "test-pod"), ("gpu-test-vfio", "single-gpu-full-vfioconfig"),
+                 ("gpu-test-vfio", "single-gpu"), ("gpu-test-vfio", "pod1")]
+DEMOS_COHORT = """
+cohorts:
+  - name: device-plugin
+    mechanism: device-plugin
+    nodeLabels: {eks.amazonaws.com/compute-type: hybrid, workload.example.com/gpu-allocation: device-plugin}
+    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  - name: dra
+    mechanism: dra
+    nodeLabels: {eks.amazonaws.com/compute-type: hybrid, workload.example.com/gpu-allocation: dra}
+    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+    deviceTypes: [gpu, mig, vfio]
+    mig: {model: A100-40GB}
+    sharingStrategies: [TimeSlicing, MPS]
+"""
+
+
+def test_real_manifests_pass_where_the_cohort_enables_what_they_use(capsys, tmp_path):
+    """`--config` with a DRA cohort that offers MIG (an A100 40GB's table), VFIO, time-slicing and MPS: every demo of
+    the DRA driver is admitted, its opaque configs included (device-config)."""
+    overlay = tmp_path / "demos.yaml"
+    overlay.write_text(DEMOS_COHORT, encoding="utf-8")
+    demos = sorted(str(p) for p in REAL_MANIFESTS.glob("kubernetes-sigs_dra-driver-nvidia-gpu__*.yaml"))
+    code, out, err = run(capsys, "check", "-o", "json", "--config", str(overlay), *demos)
+    results = json.loads(out)
+    assert len(results) > 20
+    assert [(r["namespace"], r["name"]) for r in results if not r["allowed"]] == []
+    assert code == 0, err
+    assert not any(v["rule"] == "device-config" for r in results for v in r["violations"])
+
+
 def test_real_manifests_verdicts(capsys):
     code, out, err = run(capsys, "check", "-o", "json", str(REAL_MANIFESTS))
     results = json.loads(out)
-    # the shared fixtures' manifests are all admitted (the denied shapes are written here: the test below)
-    assert [(r["namespace"], r["name"]) for r in results if not r["allowed"]] == []
-    assert code == 0, err
+    # denied: exactly what the verdict table of tests/policy/rules/test_real_manifests.py denies
+    assert {(r["kind"], r["name"]) for r in results if not r["allowed"]} == _table_denials()
+    assert code == 1, err
     assert all(set(r) == FIELDS for r in results)
     r = by_name(results)
     # DRA quickstart pods are allowed and placed on the DRA cohort, with no runtime class
@@ -74,6 +108,11 @@ def test_real_manifests_verdicts(capsys):
     assert namespaces >= 3 and err.count("skipped, kind Namespace") == namespaces
 
 
+def _table_denials() -> set[tuple[str, str]]:
+    from tests.policy.rules.test_real_manifests import TABLE
+    return {(kind, name) for rows in TABLE.values() for kind, name, verdict, _ in rows if verdict is False}
+
+
 def _gpu_stack_shapes():
     """Public GPU stacks' shapes written here (tests/policy/rules/test_gpu_stack_shapes.py says which each mimics)."""
     from tests.policy.rules import test_gpu_stack_shapes as s
@@ -87,12 +126,15 @@ def _gpu_stack_shapes():
 
 def test_gpu_stack_shapes_beside_the_real_manifests(capsys, tmp_path):
     """What the default policy's cohorts do not offer (MIG, VFIO, shared GPUs on the DRA cohort) and NVIDIA's
-    infrastructure outside its namespaces are denied; their benign twins and the real manifests are not."""
+    infrastructure outside its namespaces are denied, the DRA driver's own demos of them among the real
+    manifests too; their benign twins and the other real manifests are not."""
     shapes = tmp_path / "gpu-stack-shapes.yaml"
     shapes.write_text(yaml.safe_dump_all(_gpu_stack_shapes()))
     code, out, err = run(capsys, "check", "-o", "json", str(REAL_MANIFESTS), str(shapes))
     results = json.loads(out)
-    denied = {(r["namespace"], r["name"]) for r in results if not r["allowed"]}
+    denied = {(r["namespace"], r["name"]) for r in results if not r["allowed"] and r["namespace"] == "team-a"}
+    assert {(r["kind"], r["name"]) for r in results if not r["allowed"] and r["namespace"] != "team-a"} \
+        == _table_denials()
     assert denied == {("team-a", "mig"), ("team-a", "vfio"), ("team-a", "time-sliced"), ("team-a", "mps-shared"),
                       ("team-a", "cuda-validator"), ("team-a", "nvdp")}
     assert code == 1, err

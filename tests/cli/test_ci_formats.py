@@ -1,9 +1,7 @@
-"""`check -o sarif|junit|github` as CI systems read them: each validated against its schema (stand-ins
-written here from the SARIF 2.1.0 specification and JUnit XML as CI systems read it, tests/data/schemas,
-until the official files come through the steering repo's shared/), over the real manifests, the seed's
-and a chart rendered by Helm and piped to `check -` (tests/data/charts/gpu-workloads, written here in the
-shape of NVIDIA's device plugin chart); findings located at the line of the offending field; exit codes
-with and without --fail-on-warn."""
+"""`check -o sarif|junit|github` as CI systems read them: each validated against the official schema (OASIS'
+SARIF 2.1.0 schema, Jenkins' junit-10.xsd; tests/data/fixtures/schemas), over the real manifests, the seed's
+and NVIDIA's two real charts rendered by Helm and piped to `check -` (tests/data/fixtures/charts); findings
+located at the line of the offending field; exit codes with and without --fail-on-warn."""
 from __future__ import annotations
 
 import functools
@@ -11,6 +9,7 @@ import io
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 import helm_python
@@ -18,14 +17,18 @@ import pytest
 import yaml
 
 from tests.schemas import validate_junit, validate_sarif
-from tests.support import DATA, REAL_MANIFESTS, SEED
+from tests.support import DATA, FIXTURES, REAL_MANIFESTS, SEED
 from webhook import yamlread
 from webhook.cli.main import main
 from webhook.rules import DEFAULT_ACTIONS, MUTATIONS, Action, Rule
 
-# Written here (its README.md): stands in for a public chart such as NVIDIA's k8s-device-plugin chart until one
-# comes through the shared fixtures.
-GPU_CHART = DATA / "charts" / "gpu-workloads"
+# NVIDIA's two charts, whole (tests/data/fixtures/charts, PROVENANCE.md there): the namespace each installs into,
+# and the values its users pass (the DRA driver refuses to render its GPU resources without the override, which
+# says that the device plugin is not on the same nodes: a DRA cohort's nodes).
+CHARTS = FIXTURES / "charts"
+REAL_CHARTS = {"nvidia-device-plugin": ("nvidia-device-plugin", {}),
+               "dra-driver-nvidia-gpu": ("nvidia-dra-driver-gpu", {"gpuResourcesEnabledOverride": True})}
+NARROWED = ("--set", "exemptNamespaces=[kube-system]")  # NVIDIA's namespaces no longer exempt
 
 DENIED_POD = """\
 apiVersion: v1
@@ -64,10 +67,11 @@ spec:
 """
 
 
-@functools.lru_cache(maxsize=1)
-def chart_rendering() -> str:
-    """`helm template gw tests/data/charts/gpu-workloads -n nvidia-device-plugin`, as Helm writes it."""
-    manifests = helm_python.Chart.load(str(GPU_CHART)).render({}, name="gw", namespace="nvidia-device-plugin")
+@functools.cache
+def chart_rendering(chart: str) -> str:
+    """`helm template r tests/data/fixtures/charts/<chart> -n <its namespace>`, as Helm writes it."""
+    namespace, values = REAL_CHARTS[chart]
+    manifests = helm_python.Chart.load(str(CHARTS / chart)).render(values, name="r", namespace=namespace)
     return "".join(f"---\n# Source: {path}\n{text.rstrip()}\n"
                    for path, text in sorted(manifests.items()) if text.strip())
 
@@ -86,14 +90,14 @@ def _inputs(tmp_path, name: str) -> tuple[list[str], str | None]:
         return [str(REAL_MANIFESTS)], None
     if name == "seed":
         return [str(SEED / "dra-manifests.yaml"), str(SEED / "smoke-jobs.yaml")], None
-    if name == "helm-template-stdin":
-        return ["-"], chart_rendering()
+    if name in REAL_CHARTS:  # `helm template ... | check -`, NVIDIA's namespaces not exempt so that findings come
+        return [*NARROWED, "-"], chart_rendering(name)
     path = tmp_path / "pods.yaml"
     path.write_text(DENIED_POD + "---\n" + WARNED_POD + "---\n" + ALLOWED_POD.replace("override", "fine"))
     return [str(path)], None
 
 
-INPUT_SETS = ["real-manifests", "seed", "helm-template-stdin", "pods"]
+INPUT_SETS = ["real-manifests", "seed", *REAL_CHARTS, "pods"]
 
 
 @pytest.mark.parametrize("inputs", [pytest.param(n, id=n) for n in INPUT_SETS])
@@ -134,9 +138,12 @@ def test_junit_is_valid_for_jenkins_with_a_case_per_object_and_a_failure_per_den
     assert len(cases) == len(results)
     assert int(root.get("tests")) == len(results)
     assert int(root.get("failures")) == sum(1 for r in results if not r["allowed"])
-    by_title = {c.get("name"): c for c in cases}
+    # a case is its suite (the file) and its title: NVIDIA's three GFD DaemonSets share a name
+    by_title = {(c.get("classname"), c.get("name")): c for c in cases}
+    assert len(by_title) == len(cases)
     for r in results:
-        case = by_title[f"{r['kind']} {r['namespace']}/{r['name']}" if r["namespace"] else f"{r['kind']} {r['name']}"]
+        title = f"{r['kind']} {r['namespace']}/{r['name']}" if r["namespace"] else f"{r['kind']} {r['name']}"
+        case = by_title[(r["source"]["file"] if r["source"]["file"] != "-" else "<stdin>", title)]
         denials = [v for v in r["violations"] if v["action"] == "enforce" and not r["allowed"]]
         assert [f.get("type") for f in case.findall("failure")] == [v["rule"] for v in denials]
         others = [v for v in r["violations"] if v not in denials]
@@ -151,7 +158,24 @@ def test_github_annotations_are_workflow_commands(capsys, monkeypatch, tmp_path,
     _, js, _ = run(capsys, monkeypatch, "check", "-o", "json", *paths, stdin=stdin)
     findings = [v for r in json.loads(js) for v in r["violations"]]
     lines = out.splitlines()
-    assert len(lines) == len(findings)
+    # GitHub shows 10 annotations of each kind per step: the rest are plain lines in one group after them
+    overflow: list[str] = []
+    if "::endgroup::" in lines:
+        start = next(i for i, line in enumerate(lines) if line.startswith("::group::"))
+        assert lines[-1] == "::endgroup::" and lines[start].endswith("annotations of each kind per step; all are "
+                                                                     "in the step summary)")
+        lines, overflow = lines[:start], lines[start + 1:-1]
+    assert len(lines) + len(overflow) == len(findings)
+    kinds = Counter(line.split(" ", 1)[0] for line in lines)
+    assert all(n <= 10 for n in kinds.values()), kinds
+    assert all(kinds[k] == 10 for k in kinds if any(o.startswith(k.strip(":") + ": ") for o in overflow))
+    shown: Counter = Counter()
+    annotated = []
+    for f in findings:  # the first 10 of each kind, in order
+        shown[f["action"]] += 1
+        if shown[f["action"]] <= 10:
+            annotated.append(f)
+    findings = annotated
     command = re.compile(r"^::(error|warning|notice)( (file=[^,:]+,(line=\d+,)?)?title=gpu-admission "
                          r"[a-z-]+)?::[^\r\n]+$")
     for line, finding in zip(lines, findings):
@@ -161,7 +185,7 @@ def test_github_annotations_are_workflow_commands(capsys, monkeypatch, tmp_path,
         if stdin is None:
             assert re.search(r" file=[^,]+,line=\d+,", line), line
         else:  # `helm template` output: the template each document came from, without a line
-            assert " file=gpu-workloads/templates/daemonset-" in line and ",line=" not in line
+            assert f" file={inputs}/templates/" in line and ",line=" not in line
 
 
 def test_findings_are_located_at_the_line_of_the_offending_field(capsys, monkeypatch, tmp_path):
@@ -203,28 +227,41 @@ def test_a_document_that_does_not_compose_has_no_line():
     assert LineFinder("a: [\n").line(1, "a") is None
 
 
-def test_helm_template_of_a_real_chart_piped_to_check(capsys, monkeypatch):
-    """A chart shaped as NVIDIA's device plugin chart (written here, tests/data/charts/gpu-workloads): its node
-    agents privileged by design (hostPath device-plugin sockets, NVIDIA_* env), admitted in the namespace the
-    shipped policy exempts; denied once the exemption is narrowed away with --set, while its well-formed GPU Job
-    stays allowed."""
-    rendering = chart_rendering()
-    narrowed = ("--set", "exemptNamespaces=[kube-system]")
-    code, out, _ = run(capsys, monkeypatch, "check", "-o", "json", *narrowed, "-", stdin=rendering)
+# chart -> (object -> allowed once NVIDIA's namespaces are not exempt, the rules that deny, the templates denied)
+CHART_VERDICTS = {
+    "nvidia-device-plugin": (
+        {"r-nvidia-device-plugin": False, "r-nvidia-device-plugin-mps-control-daemon": False},
+        {"device-access-bypass", "visible-devices-override"},
+        {"nvidia-device-plugin/templates/daemonset-device-plugin.yml",
+         "nvidia-device-plugin/templates/daemonset-mps-control-daemon.yml"}),
+    "dra-driver-nvidia-gpu": (
+        {"dra-driver-nvidia-gpu-controller": True, "dra-driver-nvidia-gpu-kubelet-plugin": False,
+         **{f"{c}.nvidia.com": True for c in ("gpu", "mig", "vfio.gpu", "compute-domain-daemon",
+                                              "compute-domain-default-channel")}},
+        {"device-access-bypass", "visible-devices-override"},
+        {"dra-driver-nvidia-gpu/templates/kubeletplugin.yaml"}),
+}
+
+
+@pytest.mark.parametrize("chart", list(REAL_CHARTS))
+def test_helm_template_of_a_real_chart_piped_to_check(capsys, monkeypatch, chart):
+    """NVIDIA's charts rendered by Helm: their node agents, privileged by design (hostPath plugin sockets,
+    NVIDIA_* env), admitted in the namespace the shipped policy exempts; denied once the exemption is narrowed
+    away with --set, while the DRA driver's DeviceClasses and controller stay allowed."""
+    rendering = chart_rendering(chart)
+    allowed, rules, templates = CHART_VERDICTS[chart]
+    code, out, _ = run(capsys, monkeypatch, "check", "-o", "json", *NARROWED, "-", stdin=rendering)
     assert code == 1
     results = json.loads(out)
-    assert {r["name"]: r["allowed"] for r in results} == {"gw-gpu-workloads-device-plugin": False,
-                                                          "gw-gpu-workloads-mps-control-daemon": False,
-                                                          "gw-gpu-workloads-gpu-smoke": True}
-    assert {v["rule"] for r in results for v in r["violations"]} == {"device-access-bypass", "visible-devices-override"}
-    assert [r["violations"] for r in results if r["kind"] == "Job"] == [[]]
-    code, out, _ = run(capsys, monkeypatch, "check", "-o", "sarif", *narrowed, "-", stdin=rendering)
+    assert {r["name"]: r["allowed"] for r in results} == allowed
+    assert {v["rule"] for r in results if not r["allowed"] for v in r["violations"]} == rules
+    code, out, _ = run(capsys, monkeypatch, "check", "-o", "sarif", *NARROWED, "-", stdin=rendering)
+    validate_sarif(json.loads(out))
     locations = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: r["locations"][0]["physicalLocation"]
                  for r in json.loads(out)["runs"][0]["results"]}
     # Each finding at the template its document came from (Helm's `# Source:` comment), without a
     # region: the rendered document's lines are not the template's.
-    assert set(locations) == {"gpu-workloads/templates/daemonset-device-plugin.yaml",
-                              "gpu-workloads/templates/daemonset-mps-control-daemon.yaml"}
+    assert set(locations) == templates
     assert all("region" not in p for p in locations.values())
     code, out, _ = run(capsys, monkeypatch, "check", "-o", "sarif", "-", stdin=rendering)
     assert code == 0
@@ -282,8 +319,10 @@ def test_exit_codes(capsys, monkeypatch, tmp_path, manifest, overlay, flags, exp
 def test_version(capsys, monkeypatch):
     from importlib import metadata
     installed = metadata.version("gpu-admission")
-    with pytest.raises(SystemExit) as exit_:
-        main(["--version"])
+    assert main(["--version"]) == 0  # answered before any command is imported
+    assert capsys.readouterr().out == f"gpu-admission {installed}\n"
+    with pytest.raises(SystemExit) as exit_:  # beside a command, argparse's own --version
+        main(["--version", "check"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out == f"gpu-admission {installed}\n"
     assert run(capsys, monkeypatch, "version") == (0, f"gpu-admission {installed}\n", "")
@@ -305,7 +344,7 @@ def test_the_c_loader_reads_the_same_documents(path):
 
 
 def test_the_c_loader_gives_check_the_same_results(capsys, monkeypatch):
-    rendering = chart_rendering()
+    rendering = chart_rendering("nvidia-device-plugin") + chart_rendering("dra-driver-nvidia-gpu")
     args = ["check", "-o", "sarif", str(REAL_MANIFESTS), str(SEED), "-"]
     fast = run(capsys, monkeypatch, *args, stdin=rendering)
     monkeypatch.setattr(yamlread, "FAST_LOADER", yaml.SafeLoader)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -89,7 +90,8 @@ esac
 @pytest.fixture
 def gpu_host(tmp_path, monkeypatch):
     """A host root with containerd as nvidia-ctk configures it and a CDI spec (stand-ins from tests/data/host), a
-    process table, and a PATH whose nvidia-smi prints the lent host's outputs (no nvidia-ctk or containerd on it)."""
+    process table, and a PATH of its own: an nvidia-smi that prints the lent host's outputs and the one tool that
+    script runs, nothing else (no nvidia-ctk or containerd on it, whatever this machine has installed)."""
     root = tmp_path / "root"
     (root / "etc/cdi").mkdir(parents=True)
     configured_host(root)  # lays etc/ and writes version files that a live host does not read
@@ -101,7 +103,10 @@ def gpu_host(tmp_path, monkeypatch):
     bin_dir.mkdir()
     (bin_dir / "nvidia-smi").write_text(FAKE_SMI)
     (bin_dir / "nvidia-smi").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:/bin:/usr/bin")
+    cat = shutil.which("cat")
+    assert cat is not None
+    (bin_dir / "cat").symlink_to(cat)
+    monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("CAPTURED", str(HOST_H200))
     monkeypatch.setattr(sources.LiveHost, "__init__", lambda self, root=root: setattr(self, "root", root))
     return root

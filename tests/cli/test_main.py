@@ -53,3 +53,37 @@ def test_help_lists_every_command(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert all(name in out for name in COMMANDS)
+
+
+SERVER_AND_CLUSTER = ("kubernetes", "urllib3", "flask", "werkzeug", "gunicorn", "gevent", "cryptography",
+                      "prometheus_client")
+WITHOUT_EXTRAS = f"""
+import sys
+for name in {SERVER_AND_CLUSTER!r}:
+    sys.modules[name] = None  # as if not installed: importing it raises ModuleNotFoundError
+from webhook.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(("argv", "code", "said"), [
+    pytest.param(("check", str(FIXTURES.parent / "pods")), 0, "1 object checked", id="check-light"),
+    pytest.param(("--version",), 0, "gpu-admission ", id="version-light"),
+    pytest.param(("--help",), 0, "(needs: pip install 'gpu-admission[server]')", id="help-names-the-extra"),
+    pytest.param(("audit", "-n", "ml"), 2,
+                 "gpu-admission audit: needs the 'cluster' extra (kubernetes is not installed): "
+                 "pip install 'gpu-admission[cluster]'", id="audit-needs-cluster"),
+    pytest.param(("export", "--check"), 2, "needs the 'cluster' extra", id="export-check-needs-cluster"),
+    pytest.param(("serve",), 2, "pip install 'gpu-admission[server]'", id="serve-needs-server"),
+    pytest.param(("certs", "--out", "unused"), 2, "gpu-admission certs: needs the 'server' extra", id="certs"),
+])
+def test_the_light_cli_runs_without_the_extras_and_names_the_one_a_command_needs(argv, code, said):
+    """`pip install gpu-admission` brings neither the Kubernetes client nor the server stack: the manifest
+    commands run, and a command that needs an extra says which in one line, exit 2, never a traceback."""
+    done = subprocess.run([sys.executable, "-c", WITHOUT_EXTRAS, *argv], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == code, done.stderr
+    assert said in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    if code == 2:
+        assert len(done.stderr.strip().splitlines()) == 1

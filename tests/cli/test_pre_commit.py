@@ -52,7 +52,13 @@ def _readme_blocks() -> list[dict]:
 
 
 def test_the_readme_github_actions_example_runs_the_cli_and_uploads_its_sarif():
-    workflow, pre_commit_config = _readme_blocks()
+    workflow, gitlab, pre_commit_config = _readme_blocks()
+    # the GitLab job's command parses, and writes the files its artifacts name
+    (command,) = [c for c in gitlab["gpu-policy"]["script"] if c.startswith("gpu-admission ")]
+    args = build_parser().parse_args(shlex.split(command)[1:])
+    written = {fmt: file for fmt, file in args.output}
+    reports = gitlab["gpu-policy"]["artifacts"]["reports"]
+    assert written == {"codeclimate": reports["codequality"], "junit": reports["junit"]}
     steps = workflow["jobs"]["check"]["steps"]
     commands = [s["run"] for s in steps if "run" in s and s["run"].startswith("gpu-admission ")]
     assert len(commands) == 2
@@ -60,7 +66,7 @@ def test_the_readme_github_actions_example_runs_the_cli_and_uploads_its_sarif():
     for command in commands:
         argv = shlex.split(command.split(">", 1)[0])[1:]
         args = parser.parse_args(argv)
-        assert args.command == "check" and args.output in ("github", "sarif")
+        assert args.command == "check" and [fmt for fmt, _ in args.output] in (["github"], ["sarif"])
     sarif = next(c for c in commands if "-o sarif" in c)
     written = shlex.split(sarif.split(">", 1)[1])[0]
     (upload,) = [s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif")]

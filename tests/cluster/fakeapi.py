@@ -10,9 +10,8 @@ What it reproduces, because the code under test depends on it:
   ended after `timeoutSeconds`;
 - Status bodies for 401, 403, 404, 409, 410, 422, 5xx; a plain-text 404 for resources it does not serve;
 - apiserver shaping of Pods (quantities as strings, defaults filled in);
-- validation of custom resources against their CRD's openAPIV3Schema (the report kinds, with CRDs
-  written here from the report APIs in tests/data/schemas, stand-ins for the upstream CRD files until
-  they come through the steering repo's shared/): a body the schema refuses, or with a field the real
+- validation of custom resources against their CRD's openAPIV3Schema (the report kinds, with the
+  official CRDs of the report APIs, tests/data/fixtures/schemas): a body the schema refuses, or with a field the real
   apiserver would prune, is answered 422 Invalid.
 
 Faults are injected per resource and verb: `fail()` answers a status, `delay()` answers slowly,

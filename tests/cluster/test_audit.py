@@ -380,7 +380,7 @@ def test_reports_meet_the_report_crds(cluster, audit, output, api_version, kinds
 
 def test_openreports_apply_creates_updates_and_prunes(cluster, audit):
     """--apply writes Report and ClusterReport objects; the fake apiserver validates each write against
-    the report API's CRD (a stand-in written from the API, tests/data/schemas), as a real one does."""
+    the report API's official CRD (tests/data/fixtures/schemas), as a real one does."""
     cluster.apply({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
                    "metadata": {"name": "gpu-admission"}, "webhooks": []})
     rc, out, err = audit("-o", "openreports", "--apply", "--owner-webhook", "gpu-admission")

@@ -25,7 +25,7 @@ BIN_ROOT = HERE / ".bin"
 VERSION_VARIABLE = "E2E_KUBERNETES"
 DEFAULT_KUBERNETES = "1.34"
 ETCD_MODULE = "etcd-3.6"
-K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kubectl")
+K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kubectl", "kube-scheduler", "kubelet", "kube-proxy")
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def ensure(chain: Toolchain | None = None, *, quiet: bool = False) -> Toolchain:
     stamp_file.unlink(missing_ok=True)
     started = time.monotonic()
     if not quiet:
-        print(f"building kube-apiserver, kube-controller-manager, kubectl {chain.version} and etcd into "
+        print(f"building {', '.join(K8S_BINARIES)} {chain.version} and etcd into "
               f"{chain.bin_dir} (a cold build takes a while)", file=sys.stderr, flush=True)
     _go_build(chain.k8s_dir, chain.bin_dir, _ldflags(chain.version))
     _go_build(chain.etcd_dir, chain.bin_dir, "-s -w")

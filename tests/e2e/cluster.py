@@ -1,6 +1,7 @@
 """A real control plane on loopback, as controller-runtime's envtest runs one: etcd, kube-apiserver and
-kube-controller-manager built from the pinned Go modules (tests/e2e/build.py). No kubelet, and no scheduler
-unless a module starts one (`Scheduler`): Pods stay Pending, which is all an admission webhook needs.
+kube-controller-manager built from the pinned Go modules (tests/e2e/build.py). No kubelet and, unless asked for
+(`Cluster(scheduler=True)`, or `Scheduler` beside a running control plane), no scheduler: Pods stay Pending, which
+is all an admission webhook needs. A real node joins it where a test needs pods to run (tests/e2e/node.py).
 
     python tests/e2e/cluster.py up DIR     # prints one line when the API is ready; Ctrl-C stops everything
 
@@ -62,6 +63,8 @@ rules:
       - group: apps
       - group: batch
       - group: resource.k8s.io
+      - group: admissionregistration.k8s.io
+        resources: [validatingwebhookconfigurations, mutatingwebhookconfigurations]
   - level: None
 """
 
@@ -75,6 +78,9 @@ CONTROLLERS = (
     "statefulset-controller", "daemonset-controller", "garbage-collector-controller", "serviceaccount-controller",
     "serviceaccount-token-controller", "namespace-controller", "root-ca-certificate-publisher-controller",
     "validatingadmissionpolicy-status-controller",
+    # a Service's endpoints, which the apiserver dials to reach a webhook by its Service (on a node's cluster,
+    # tests/e2e/node.py), and the PodDisruptionBudgets' status, which eviction reads
+    "endpoints-controller", "endpointslice-controller", "disruption-controller",
 )
 
 
@@ -177,6 +183,13 @@ class Cluster:
     # mutations run); "api-only" serves the API with the gate off (the apiserver stores policies and runs
     # none); "off" neither, as a 1.34/1.35 cluster is by default (tests/e2e/test_intree_served.py).
     mutating_policy: str = "on"
+    # kube-scheduler beside the controllers: Pods are bound to nodes (a real one, tests/e2e/node.py, or Node
+    # objects created through the API).
+    scheduler: bool = False
+    # Where the apiserver listens and what it advertises: loopback, unless pods must reach it (a real node's
+    # bridge address, tests/e2e/node.py), and then the Service CIDR is one that is never routed off the machine.
+    address: str = "127.0.0.1"
+    service_cidr: str = SERVICE_CIDR
 
     @property
     def kubeconfig(self) -> Path:
@@ -192,7 +205,7 @@ class Cluster:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.apiserver_port}"
+        return f"https://{self.address}:{self.apiserver_port}"
 
     @property
     def etcd_url(self) -> str:
@@ -201,6 +214,11 @@ class Cluster:
     @property
     def ca(self) -> Path:
         return self.root / "pki" / "ca.crt"
+
+    @property
+    def kubernetes_service_ip(self) -> str:
+        """The `kubernetes` Service's ClusterIP: the first address of the Service CIDR."""
+        return str(next(ipaddress.ip_network(self.service_cidr).hosts()))
 
     @property
     def minor(self) -> tuple[int, int]:
@@ -236,6 +254,8 @@ class Cluster:
             self._wait_ready()
             self._start_controller_manager()
             self._wait_controllers()
+            if self.scheduler:
+                self._start_scheduler()
         except BaseException:
             self.stop()
             raise
@@ -249,11 +269,13 @@ class Cluster:
         cert, key = authority.issue("kube-apiserver", server=True,
                                     dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                                          "kubernetes.default.svc.cluster.local"),
-                                    ips=("127.0.0.1", "10.0.0.1"))
+                                    ips=tuple(dict.fromkeys(("127.0.0.1", self.address, self.kubernetes_service_ip))))
         _write(pki / "apiserver.crt", cert)
         _write(pki / "apiserver.key", key, 0o600)
         for name, common, groups in (("admin", "e2e-admin", ("system:masters",)),
-                                     ("controller-manager", "system:kube-controller-manager", ())):
+                                     ("controller-manager", "system:kube-controller-manager", ()),
+                                     ("scheduler", "system:kube-scheduler", ()),
+                                     ("kubelet-client", "kube-apiserver-kubelet-client", ())):
             cert, key = authority.issue(common, organizations=groups)
             _write(pki / f"{name}.crt", cert)
             _write(pki / f"{name}.key", key, 0o600)
@@ -262,6 +284,16 @@ class Cluster:
         _write(pki / "sa.pub", sa_key.public_key().public_bytes(serialization.Encoding.PEM,
                                                                 serialization.PublicFormat.SubjectPublicKeyInfo))
         _write(self.root / "audit-policy.yaml", AUDIT_POLICY)
+
+    def issue(self, name: str, common_name: str, organizations: tuple[str, ...] = (), *, server: bool = False,
+              ips: tuple[str, ...] = ()) -> tuple[Path, Path]:
+        """A certificate of the cluster's CA (pki/NAME.crt and .key): a node's client or serving identity."""
+        pki = self.root / "pki"
+        key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), password=None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey)
+        authority = _Authority(key, x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes()))
+        cert, private = authority.issue(common_name, organizations=organizations, server=server, ips=ips)
+        return _write(pki / f"{name}.crt", cert), _write(pki / f"{name}.key", private, 0o600)
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.root / "logs" / f"{name}.log", "ab")
@@ -297,15 +329,25 @@ class Cluster:
         self._spawn("kube-apiserver", [
             str(self.chain.binary("kube-apiserver")),
             f"--etcd-servers={self.etcd_url}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.apiserver_port}",
+            f"--bind-address={self.address}", f"--advertise-address={self.address}",
+            f"--secure-port={self.apiserver_port}",
             f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
             f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}", f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            # the "kubernetes" Service's endpoint would be 127.0.0.1, which Endpoints refuse: no reconciler
-            "--endpoint-reconciler-type=none",
-            "--authorization-mode=RBAC",
+            f"--service-cluster-ip-range={self.service_cidr}",
+            # on loopback the "kubernetes" Service's endpoint would be 127.0.0.1, which Endpoints refuse: no
+            # reconciler; on a node's bridge, the endpoint pods reach it at (through kube-proxy)
+            f"--endpoint-reconciler-type={'none' if self.address == '127.0.0.1' else 'lease'}",
+            # as kubeadm's clusters: a kubelet may touch only its own Node and the objects of its pods
+            "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+            # The apiserver dials a node's kubelet (logs, exec) at its InternalIP, never by a DNS name that
+            # would leave the machine, with a client certificate the kubelet trusts; and a webhook behind a
+            # Service at its endpoints' pod IPs: no kube-proxy turns the ClusterIP into them here.
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-client-certificate={pki / 'kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'kubelet-client.key'}",
+            "--enable-aggregator-routing=true",
             # The default admission plugins (PodSecurity, ServiceAccount, Priority, DefaultTolerationSeconds,
             # the admission webhooks and policies, ...) are on without naming them; none is turned off.
             f"--audit-policy-file={self.root / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
@@ -318,9 +360,11 @@ class Cluster:
                                                        "version": self.chain.version}) + "\n")
         _write(self.kubeconfig, kubeconfig_text(self.server, pki / "ca.crt", cert=pki / "admin.crt",
                                                 key=pki / "admin.key"), 0o600)
-        _write(self.root / "controller-manager.kubeconfig",
-               kubeconfig_text(self.server, pki / "ca.crt", cert=pki / "controller-manager.crt",
-                               key=pki / "controller-manager.key", user="system:kube-controller-manager"), 0o600)
+        for name, user in (("controller-manager", "system:kube-controller-manager"),
+                           ("scheduler", "system:kube-scheduler")):
+            _write(self.root / f"{name}.kubeconfig",
+                   kubeconfig_text(self.server, pki / "ca.crt", cert=pki / f"{name}.crt", key=pki / f"{name}.key",
+                                   user=user), 0o600)
 
     def _wait_ready(self) -> None:
         _wait(lambda: self._get("/readyz") is not None, "kube-apiserver", self.processes["kube-apiserver"],
@@ -346,6 +390,14 @@ class Cluster:
         _wait(lambda: self._get("/api/v1/namespaces/default/serviceaccounts/default") is not None,
               "kube-controller-manager (the default ServiceAccount)", self.processes["kube-controller-manager"],
               self.root)
+
+    def _start_scheduler(self) -> None:
+        kubeconfig = self.root / "scheduler.kubeconfig"
+        self._spawn("kube-scheduler", [
+            str(self.chain.binary("kube-scheduler")), f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--v=1",
+        ])
 
     def _get(self, path: str) -> bytes | None:
         pki = self.root / "pki"
@@ -376,7 +428,13 @@ class Cluster:
     # --------------------------------------------------------------------------------------------- stop
 
     def stop(self) -> None:
-        for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
+        for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
+            self._stop_one(name)
+
+    def stop_controllers(self) -> None:
+        """The scheduler and controllers only (the API stays): nothing recreates or binds pods any more, so that
+        a node can be drained for good."""
+        for name in ("kube-scheduler", "kube-controller-manager"):
             self._stop_one(name)
 
     def _stop_one(self, name: str) -> None:

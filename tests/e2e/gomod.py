@@ -27,6 +27,10 @@ K8S_TOOLS = (
     "k8s.io/kubernetes/cmd/kube-apiserver",
     "k8s.io/kubernetes/cmd/kube-controller-manager",
     "k8s.io/kubernetes/cmd/kubectl",
+    # the node (tests/e2e/node.py): a real kubelet, scheduler and kube-proxy
+    "k8s.io/kubernetes/cmd/kube-proxy",
+    "k8s.io/kubernetes/cmd/kube-scheduler",
+    "k8s.io/kubernetes/cmd/kubelet",
 )
 ETCD_TOOLS = ("go.etcd.io/etcd/server/v3",)
 

@@ -1,8 +1,8 @@
 """`gpu-admission audit` against the real cluster: a table and JSON of what runs there, PolicyReports written
 with --apply (created, updated, pruned), and reports owned by the webhook configuration garbage-collected by
-kube-controller-manager once the chart is uninstalled. The PolicyReport CRDs are the stand-ins written from the
-API's definition (tests/data/schemas/, README there), until the upstream CRD files come through shared/: the
-real apiserver validates every report the audit writes against their schema."""
+kube-controller-manager once the chart is uninstalled. The PolicyReport and OpenReports CRDs are the official
+files (tests/data/fixtures/schemas, PROVENANCE.md there), installed as a user's cluster has them: the real
+apiserver validates every report the audit writes against their schema."""
 from __future__ import annotations
 
 import json
@@ -16,9 +16,11 @@ from tests.e2e.test_kubectl import gpu_pod
 
 pytestmark = pytest.mark.e2e
 
-SCHEMAS = REPO / "tests" / "data" / "schemas"
-CRDS = [SCHEMAS / "wgpolicyk8s.io_policyreports-standin.yaml",
-        SCHEMAS / "wgpolicyk8s.io_clusterpolicyreports-standin.yaml"]
+SCHEMAS = REPO / "tests" / "data" / "fixtures" / "schemas"
+CRDS = [SCHEMAS / "wgpolicyk8s.io_policyreports.yaml", SCHEMAS / "wgpolicyk8s.io_clusterpolicyreports.yaml",
+        SCHEMAS / "openreports.io_reports.yaml", SCHEMAS / "openreports.io_clusterreports.yaml",
+        # the GPU Operator's own kinds, as a cluster running it has them (their objects are not ours to judge)
+        SCHEMAS / "nvidia.com_clusterpolicies.yaml", SCHEMAS / "nvidia.com_nvidiadrivers.yaml"]
 VISIBLE_ALL = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
 
 
@@ -30,9 +32,12 @@ def audit(cluster, *args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def crds(kubectl):
     for crd in CRDS:
-        kubectl.run("apply", "-f", str(crd))
+        # server-side: the GPU Operator's CRDs are larger than client-side apply's last-applied annotation allows
+        kubectl.run("apply", "--server-side", "-f", str(crd))
     kubectl.run("wait", "--for=condition=Established", "crd/policyreports.wgpolicyk8s.io",
-                "crd/clusterpolicyreports.wgpolicyk8s.io", "--timeout=60s")
+                "crd/clusterpolicyreports.wgpolicyk8s.io", "crd/reports.openreports.io",
+                "crd/clusterreports.openreports.io", "crd/clusterpolicies.nvidia.com", "crd/nvidiadrivers.nvidia.com",
+                "--timeout=60s")
     return CRDS
 
 
@@ -79,6 +84,28 @@ def test_apply_creates_updates_and_prunes_reports(cluster, kubectl, crds, runnin
     third = audit(cluster, "-n", running, "-o", "policyreport", "--apply")
     assert third.returncode == 0, third.stderr
     assert reports(kubectl, running) == []  # nothing audited there any more: the report is pruned
+
+
+def test_openreports_apply_is_accepted_by_the_official_crds(cluster, kubectl, crds, running):
+    """The same reports as openreports.io Reports: the apiserver validates them against the official CRD."""
+    applied = audit(cluster, "-n", running, "-o", "openreports", "--apply")
+    assert applied.returncode in (0, 1), applied.stderr
+    (report,) = kubectl.json("get", "reports.openreports.io", "-n", running)["items"]
+    assert report["source"] == "gpu-admission"
+    assert any(res["name"] == "bad" for r in report["results"] if r.get("result") == "fail"
+               for res in r.get("resources", [])), report["results"]
+    kubectl.run("delete", "reports.openreports.io", "--all", "-n", running)
+
+
+def test_the_gpu_operator_s_objects_pass_the_webhook(kubectl, crds, running):
+    """The GPU Operator's NVIDIADriver sample (its own CRD installed) is created with the webhook in force. (Its
+    ClusterPolicy sample leaves fields null that its own CRD refuses, so it is not applied.)"""
+    sample = SCHEMAS / "nvidia_v1alpha1_nvidiadriver.sample.yaml"
+    kubectl.run("apply", "--server-side", "-f", str(sample))
+    try:
+        assert kubectl.json("get", "nvidiadrivers.nvidia.com")["items"]
+    finally:
+        kubectl.run("delete", "-f", str(sample), "--ignore-not-found")
 
 
 def test_reports_owned_by_the_webhook_are_collected_after_uninstall(cluster, kubectl, crds, running, release):

@@ -197,6 +197,16 @@ def gpu_config(strategy, driver="gpu.nvidia.com"):
                                              else {"mpsConfig": {"defaultActiveThreadPercentage": 50}})}}}}
 
 
+def nvidia_config(kind, *, requests=None, driver="gpu.nvidia.com", api_version="resource.nvidia.com/v1beta1",
+                  **fields):
+    """An opaque config of the NVIDIA DRA drivers (kubernetes-sigs/dra-driver-nvidia-gpu,
+    api/nvidia.com/resource/v1beta1): `fields` beside apiVersion and kind, as written."""
+    parameters = {**({"apiVersion": api_version} if api_version is not None else {}),
+                  **({"kind": kind} if kind is not None else {}), **fields}
+    return {**({"requests": list(requests)} if requests is not None else {}),
+            "opaque": {"driver": driver, "parameters": parameters}}
+
+
 def devices(*requests_, config=None):
     d: dict = {"requests": list(requests_)}
     if config:
@@ -295,6 +305,12 @@ POLICIES = {
                           dra={"autoscaling": {}}),
     "dra-sharing": _policy(dra={"sharingStrategies": ["TimeSlicing"], "adminAccessNamespaces": ["gpu-debug"]}),
     "dra-classes": _policy(dra={"deviceClasses": ["hybrid-large-gpu"], "maxDevicesPerClaim": 2}),
+    # what the NVIDIA DRA driver's quickstart demos use: full GPUs, MIG slices of an A100 40GB, VFIO passthrough,
+    # time-slicing and MPS (the driver's feature gates on)
+    "dra-demos": _policy(dra={"deviceTypes": ["gpu", "mig", "vfio"], "mig": {"model": "A100-40GB"},
+                              "sharingStrategies": ["TimeSlicing", "MPS"]}),
+    # MIG slices of H200s through DRA (the H200's profile table, read from a real host)
+    "dra-mig-h200": _policy(dra={"deviceTypes": ["gpu", "mig"], "mig": {"model": "H200-141GB"}}),
     # a listed GPU class that serves nvidia.com/gpu through DRA (KEP-5004's extendedResourceName)
     "extended-class": _policy(deviceClasses=[
         *yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))["deviceClasses"],
@@ -320,8 +336,13 @@ POLICIES = {
     "actions": _policy(rules={
         "shared-claim": "enforce", "run-as-root": "enforce", "runtime-class-conflict": "warn",
         "unresolved-claim": "enforce", "device-access-bypass": "audit", "visible-devices-override": "off",
-        "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit", "unsatisfiable-request": "enforce"}),
+        "double-mechanism": "warn", "claim-shape": "warn", "legacy-api": "audit", "unsatisfiable-request": "enforce",
+        "device-config": "warn"}),
     "variables": _policy(visibleDeviceVariables=["NVIDIA_VISIBLE_DEVICES"]),
+    "owner-audit": _policy(rules={"allocation-owner": "audit"}),
+    # a migration window: one release may reach both cohorts, by name, in the exempt namespace it lives in
+    "owner-exception": _policy(exceptions=[{"name": "plugin-migration", "namespaces": ["gpu-system"],
+                                            "names": ["migrate-*"], "rules": ["allocation-owner"]}]),
     # a second DRA cohort (its own allocation label value): node selection can admit two cohorts,
     # neither a device plugin's
     "two-dra": _policy(cohorts=[*yaml.safe_load(DEFAULT_PATH.read_text(encoding="utf-8"))["cohorts"], {

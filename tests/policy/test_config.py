@@ -86,6 +86,8 @@ def _with(**changes) -> str:
     pytest.param(_with(cohorts__0__migStrategy="mixed"),
                  "cohorts[0].mig: migStrategy mixed needs the GPU model's profile table (mig.model or mig.profiles)",
                  id="mig-without-table"),
+    pytest.param(_with(cohorts__1__mig={"profiles": {"1g.5gb": 0}}),
+                 "cohorts[1].mig.profiles.1g.5gb: must be an instance count >= 1", id="dra-mig-count"),
     pytest.param(_with(cohorts__0__mig={"model": "A100-80GB"}),
                  "cohorts[0].mig.model: must be one of A100-40GB, H200-141GB, not 'A100-80GB'", id="mig-model"),
     pytest.param(_with(cohorts__1__nodeLabels={"eks.amazonaws.com/compute-type": "hybrid",
@@ -166,6 +168,8 @@ def test_custom_cohorts_sharing_and_mig():
             manager: gpu-operator-gpucluster
             nodeLabels: {workload.example.com/gpu-allocation: dra}
             sharingStrategies: [TimeSlicing]
+            deviceTypes: [gpu, mig]
+            mig: {model: H200-141GB}
         rules:
           shared-claim: {action: enforce, onError: deny}
         """))
@@ -174,6 +178,8 @@ def test_custom_cohorts_sharing_and_mig():
     assert "nvidia.com/mig-1g.18gb" in mig.offered_resources() and "nvidia.com/mig-7g.141gb" in mig.offered_resources()
     assert not any("+" in r or r.endswith(".me") for r in mig.offered_resources())  # +me is advertised as 1g.18gb
     assert dra.sharing_strategies == ("TimeSlicing",)
+    # a DRA cohort's MIG profile table: what resource-not-offered holds a claim's MIG profile against
+    assert dra.mig_profiles["1g.18gb+me"] == 1 and "1g.5gb" not in dra.mig_profiles
     assert policy.on_error[Rule.SHARED_CLAIM] == "deny" and policy.actions[Rule.SHARED_CLAIM] is Action.ENFORCE
 
 

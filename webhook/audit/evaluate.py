@@ -72,6 +72,14 @@ class ListedOrCluster:
     def runtime_classes(self) -> Lookup:
         return self._cluster.runtime_classes()
 
+    def operator_objects(self, plural: str) -> Lookup:
+        # listed with the rest where the CRDs are served; a kind that could not be listed is unknown
+        failed = self._miss(plural, None)
+        return failed if failed.reason != "not found" else Lookup.hit(())
+
+    def pods_on_node(self, node: str) -> Lookup:
+        return self._cluster.pods_on_node(node)
+
 
 def cluster_lookups(policy: Policy, api_client: ApiClient, *, settings: InformerSettings = InformerSettings(),
                     sync_timeout: float = 30.0) -> ClusterResolver | NoLookups:

@@ -2,7 +2,7 @@
 `openreports.io/v1alpha1` Reports, the formats Kyverno, Policy Reporter and other tools read. One
 report per namespace and one cluster-wide report (cluster-scoped objects, and kinds that could not be
 listed across namespaces); Kyverno writes one report per resource instead, which Policy Reporter
-aggregates alike (docs/audit.md compares the two).
+aggregates alike (docs/lookups.md, PolicyReports and OpenReports, compares the two).
 
 Result values: `fail` for a rule the configuration enforces, `warn` for warn/audit actions, `error`
 for a rule that raised or a kind that could not be listed, `skip` for exempt objects, `pass` for

@@ -7,6 +7,7 @@ import sys
 
 import yaml
 
+from webhook.audit import cohorts
 from webhook.audit.apply import apply_reports, not_served, owner_reference
 from webhook.audit.evaluate import Audited, cluster_lookups, evaluate_listing
 from webhook.audit.listing import ListFailure, list_cluster
@@ -24,13 +25,16 @@ from webhook.cli.common import (
     write_ci_output,
 )
 from webhook.cli.exits import fail, warn
-from webhook.cli.report import result_dict
+from webhook.cli.report import JSON_FORMAT_VERSION, result_dict
 from webhook.cli.subjects import Subject, warned
 from webhook.lookups.apiserver import ApiError
 from webhook.lookups.cluster import ClusterResolver
 from webhook.lookups.kubeconfig import ClusterConfigError, load_api_client
+from webhook.lookups.resources import NODES, RESOURCE_SLICES
 from webhook.policy.explain import explanation_dict, render_text
-from webhook.policy.messages import T, render
+from webhook.policy.messages import T, line, render
+from webhook.rules import Action, Rule
+from webhook.text import columns
 
 
 def register(sub) -> None:
@@ -40,7 +44,11 @@ def register(sub) -> None:
         "from a live cluster (kubeconfig, or in-cluster), evaluate each as the webhooks would on CREATE, and "
         "report as a table, JSON (the objects of `check -o json`), wgpolicyk8s.io PolicyReports, "
         "openreports.io Reports, or the CI formats of `check` (sarif, junit, github). Running Pods are "
-        "reported for what the validating rules say of them as they run. Kinds that cannot be listed are "
+        "reported for what the validating rules say of them as they run. Across all namespaces the audit "
+        "also lists Nodes and ResourceSlices for its cohort report: each GPU node's allocation owners and "
+        "GFD labels against the cohort the policy assigns (rule allocation-owner, cluster-scoped results; a "
+        "disagreement counts as a denial at the rule's enforce action), and cohorts with no node (a "
+        "warning). Kinds that cannot be listed are "
         "reported and the rest goes on. Exit 0: nothing would be denied; 1: something would (or, with "
         "--fail-on-warn, something was warned about); 2: usage or configuration errors, nothing could be "
         "listed, or --apply failed. With --apply, writing the reports is the job: exit 0 once they are "
@@ -143,6 +151,52 @@ def _policy_reports(args, client, audited, listing, namespaces, language="en") -
     return not any(item.outcome == "failed" for item in applied)
 
 
+def _cohort_report(client, policy, args) -> tuple[cohorts.CohortReport | None, tuple[ListFailure, ...]]:
+    """Nodes and ResourceSlices listed for the cohort report; without Nodes there is no report, without
+    ResourceSlices no DRA owner is known (both said as kinds that could not be listed)."""
+    nodes = list_cluster(client, (), chunk_size=args.chunk_size, timeout=args.request_timeout, resources=(NODES,))
+    slices = list_cluster(client, (), chunk_size=args.chunk_size, timeout=args.request_timeout,
+                          resources=(RESOURCE_SLICES,))
+    failures = nodes.failures + slices.failures
+    for f in failures:
+        warn(f"cannot list {f.where}: {f.reason}")
+    if nodes.failures:
+        return None, failures
+    return cohorts.build([o for _, o in nodes.objects], None if slices.failures else [o for _, o in slices.objects],
+                         policy), failures
+
+
+def _empty_cohorts(report: cohorts.CohortReport | None, policy) -> list[tuple[str, dict]]:
+    """Cohorts with no node, each as a warning (an autoscaled cohort may be at zero for now)."""
+    if report is None:
+        return []
+    out = []
+    for name in report.empty:
+        message = line(policy, Rule.ALLOCATION_OWNER, f'cohort "{name}"',
+                       T('no node carries its node labels (cohorts[name="{name}"].nodeLabels)', name=name),
+                       T("the policy declares a cohort that no GPU node belongs to"),
+                       T("label the cohort's nodes, or remove the cohort from the policy"), policy.language)
+        out.append((name, {"rule": Rule.ALLOCATION_OWNER.value, "action": Action.WARN.value,
+                           "path": f'cohorts[name="{name}"].nodeLabels', "message": message}))
+    return out
+
+
+def _cohort_table(report: cohorts.CohortReport, empty: list[tuple[str, dict]], language: str) -> str:
+    """The GPU nodes with their cohort and owners, as people compare them with the policy."""
+    header = [render(h, language) for h in (T("NODE"), T("COHORT"), T("OWNERS"), T("GFD LABELS"), T("DISAGREES"))]
+    rows = [header]
+    for r in report.nodes:
+        rows.append([r.name, r.cohort.name if r.cohort else render(T("(none)"), language),
+                     ", ".join(r.owners) or "-", ", ".join(f"{k}={v}" for k, v in sorted(r.labels.items())) or "-",
+                     ", ".join(p for p, _ in r.problems) or "-"])
+    widths = [max(columns(row[i]) for row in rows) for i in range(len(header) - 1)]
+    lines = ["", render(T("GPU nodes and their cohorts:"), language)]
+    lines += ["   ".join(c + " " * (w - columns(c)) for c, w in zip(row, widths)) + "   " + row[-1] for row in rows]
+    label = render(T("Cohort with no node:"), language)
+    lines += [f"{label} {name}" for name, _ in empty]
+    return "\n".join(x.rstrip() for x in lines)
+
+
 def run(args) -> int:
     if (args.apply or args.owner_webhook) and args.output not in REPORTS:
         return fail("--apply and --owner-webhook go with --output policyreport or openreports")
@@ -183,23 +237,40 @@ def run(args) -> int:
                 warn(f"cannot list {f.where}: {f.reason} (Pending GPU pods are explained without them)")
         pending = pending_gpu_pods(listing, capacity, policy)
         runtime = missing_runtime_classes(capacity, policy)
+        report = None
+        if not namespaces:
+            report, node_failures = _cohort_report(client, policy, args)
+            listing = type(listing)(listing.objects, listing.failures + node_failures, listing.attempts)
+            if report is not None:
+                audited += cohorts.audited(report, policy)
+        empty = _empty_cohorts(report, policy)
         denied = any(not a.evaluation.allowed for a in audited)
-        status = EXIT_DENIED if denied or (args.fail_on_warn and any(warned(a.evaluation) for a in audited)) \
-            else EXIT_OK
+        status = EXIT_DENIED if denied or (args.fail_on_warn and (empty or any(warned(a.evaluation)
+                                                                             for a in audited))) else EXIT_OK
         if args.output == "json":
             source = {"cluster": client.configuration.host}
-            results = [result_dict(a.evaluation, {**source, "resource": a.resource.qualified}) for a in audited]
+            # check's JSON format (its version; no file, so no line)
+            results = [{"formatVersion": JSON_FORMAT_VERSION,
+                        **result_dict(a.evaluation, {**source, "resource": a.resource.qualified})}
+                       for a in audited]
+            for r in results:
+                for v in r["violations"]:
+                    v["line"] = None
             results += [_failure_dict(f, source) for f in listing.failures]
             explained = {(p.namespace, p.name): explanation_dict(p.explanation, policy.language) for p in pending}
             for r in results:
                 if r["kind"] == "Pod" and (r["namespace"], r["name"]) in explained:
                     r["explain"] = explained[(r["namespace"], r["name"])]
             results += [_runtime_dict(name, cohort, source, policy.language) for name, cohort in runtime]
+            results += [{"kind": "Cohort", "namespace": "", "name": name, "source": {**source, "resource": "policy"},
+                         "allowed": True, "violations": [v], "patch": []} for name, v in empty]
             json.dump(results, sys.stdout, indent=2, ensure_ascii=False)
             sys.stdout.write("\n")
         elif args.output == "table":
             print(render_table(audited, listing.failures, policy.language))
             print(_cluster_notes(pending, runtime, policy.language), end="")
+            if report is not None and report.nodes:
+                print(_cohort_table(report, empty, policy.language))
         elif args.output not in REPORTS:
             write_ci_output(args.output, _subjects(audited), policy, name="gpu-admission audit",
                             input_errors=[f"cannot list {f.where}: {f.reason}" for f in listing.failures])

@@ -5,7 +5,8 @@ import argparse
 import json
 import sys
 
-from webhook.cli.annotations import github_lines
+from webhook.cli.annotations import github_lines, write_step_summary
+from webhook.cli.codeclimate import codeclimate_issues
 from webhook.cli.inputs import Inputs, read_inputs
 from webhook.cli.junit import junit_xml
 from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
@@ -27,6 +28,13 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--namespace", "-n", default="default", metavar="NS",
                         help="namespace of documents that name none, as kubectl apply would place them "
                              "(default: default)")
+    parser.add_argument("--ignore", metavar="PATTERN", action="append", default=[],
+                        help="leave out files whose path or name matches the glob (k8s/tests/*, *-values.yaml); "
+                        "repeatable. Directories are walked without their hidden folders and files")
+    parser.add_argument("--skip-kind", metavar="KIND", action="append", default=[], dest="skip_kinds",
+                        type=lambda v: v.strip(),
+                        help="leave out documents of this kind (case-insensitive; repeatable, or KIND,KIND): "
+                        "they are neither checked nor read for claims")
 
 
 def add_ci_options(parser: argparse.ArgumentParser) -> None:
@@ -35,16 +43,22 @@ def add_ci_options(parser: argparse.ArgumentParser) -> None:
                         "failed), not only when something would be denied")
 
 
-def write_ci_output(output: str, subjects: list[Subject], policy: Policy, *, name: str, input_errors=()) -> None:
-    """sarif, junit or github output on stdout."""
+def write_ci_output(output: str, subjects: list[Subject], policy: Policy, *, name: str, input_errors=(),
+                    out=None) -> None:
+    """sarif, junit, codeclimate or github output on `out` (stdout)."""
+    out = sys.stdout if out is None else out
     if output == "sarif":
-        json.dump(sarif_log(subjects, policy, input_errors=input_errors), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        json.dump(sarif_log(subjects, policy, input_errors=input_errors), out, indent=2, ensure_ascii=False)
+        out.write("\n")
     elif output == "junit":
-        sys.stdout.write(junit_xml(subjects, name=name, input_errors=input_errors))
+        out.write(junit_xml(subjects, name=name, input_errors=input_errors))
+    elif output == "codeclimate":
+        json.dump(codeclimate_issues(subjects, input_errors=input_errors), out, indent=2, ensure_ascii=False)
+        out.write("\n")
     else:
         lines = github_lines(subjects, input_errors=input_errors)
-        sys.stdout.write("".join(line + "\n" for line in lines))
+        out.write("".join(line + "\n" for line in lines))
+        write_step_summary(subjects, input_errors=input_errors, title=name)
 
 
 def policy_and_inputs(args) -> tuple[Policy, Inputs] | None:
@@ -52,14 +66,18 @@ def policy_and_inputs(args) -> tuple[Policy, Inputs] | None:
     policy = load_policy_or_exit(args)
     if policy is None:
         return None
-    inputs = read_inputs(args.paths)
+    skip = [k for v in getattr(args, "skip_kinds", []) for k in v.split(",") if k.strip()]
+    inputs = read_inputs(args.paths, ignore=getattr(args, "ignore", ()), skip_kinds=skip)
     for error in inputs.errors:
         print(f"gpu-admission: {error}", file=sys.stderr)
     return policy, inputs
 
 
 def handled(doc) -> bool:
-    return doc.obj.get("kind") in BY_KIND or is_legacy_dra(doc.obj)
+    """A document the engine evaluates. Nodes are the cluster's capacity here, not objects being applied
+    (a Node is judged only on the UPDATE that relabels it, which manifests never are)."""
+    kind = doc.obj.get("kind")
+    return (kind in BY_KIND and kind != "Node") or is_legacy_dra(doc.obj)
 
 
 def evaluate_inputs(inputs: Inputs, policy: Policy, namespace: str, *, fallback=None):

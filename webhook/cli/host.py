@@ -51,7 +51,8 @@ def register(sub) -> None:
                      "(the JSON is the same in every language)")
     inv.set_defaults(func=run_inventory)
 
-    chk = verbs.add_parser("check", help="check this host against a cohort and the seed's prerequisites",
+    chk = verbs.add_parser("check",
+                           help="check this host against a cohort and the driver, toolkit and runtime prerequisites",
                            description="Check the host against cohort NAME of the policy: driver branch, container "
                            "toolkit, CDI (DRA), the containerd runtime handler (device plugin), MIG mode and profiles, "
                            "compute mode and MPS. Exit 0: fit; 1: not fit; 2: cannot tell (something could not be "
@@ -61,7 +62,7 @@ def register(sub) -> None:
     chk.add_argument("--node", metavar="FILE", help="the host's Node as `kubectl get node NAME -o json` prints it, to "
                      "check its labels and what it offers (default: node.json in --from DIR, if there)")
     chk.add_argument("--handler", metavar="NAME", help="the containerd handler of the cohort's RuntimeClass "
-                     "(default: the RuntimeClass name, as the seed's RuntimeClass nvidia has handler nvidia)")
+                     "(default: the RuntimeClass name, as the RuntimeClass nvidia has handler nvidia)")
     _source_options(chk)
     chk.add_argument("--output", "-o", choices=("text", "json"), default="text")
     chk.set_defaults(func=run_check)

@@ -1,7 +1,13 @@
 """Read manifests for the CLI: files, directories, stdin; multi-document YAML, JSON, `List` kinds.
-Problems become one-line errors naming the file and document; nothing is ever written back."""
+Problems become one-line errors naming the file and document; nothing is ever written back.
+
+A directory is walked as a repository holds manifests beside other YAML and JSON: hidden folders and files
+(`.git`, `.github`) are not entered, and a document that is not a Kubernetes object (a `values.yaml`, a
+workflow, a `package.json`: no `kind`, or not a mapping) is skipped and counted, not an error. A file named
+on the command line is meant to hold manifests, and such a document stays an error there."""
 from __future__ import annotations
 
+import fnmatch
 import json
 import sys
 from dataclasses import dataclass, field
@@ -36,22 +42,42 @@ class Inputs:
     documents: tuple[Document, ...]
     errors: tuple[str, ...]
     texts: dict[str, str] = field(default_factory=dict)  # file label -> text, to find a field's line
+    not_manifests: int = 0  # documents of a directory walk that are no Kubernetes object, skipped
+    ignored: int = 0  # files --ignore left out
+    skipped_kinds: int = 0  # documents --skip-kind left out
 
 
-def _files(args: list[str], errors: list[str]):
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def ignored(path: str, patterns) -> bool:
+    """--ignore: a glob matched against the path as given or found (`k8s/tests/*`), or its file name."""
+    return any(fnmatch.fnmatchcase(path, p) or fnmatch.fnmatchcase(Path(path).name, p) for p in patterns)
+
+
+def _files(args: list[str], errors: list[str], ignore, counts: list[int]):
+    """(name, path or None for stdin, whether a directory walk found it)."""
     for arg in args:
         if arg == "-":
-            yield "-", None
+            yield "-", None, False
             continue
         path = Path(arg)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES
+                           and not _hidden(p, path))
             if not found:
                 errors.append(f"{arg}: directory holds no .yaml, .yml or .json file")
             for p in found:
-                yield str(p), p
+                if ignored(str(p), ignore):
+                    counts[0] += 1
+                    continue
+                yield str(p), p, True
         elif path.exists():
-            yield arg, path
+            if ignored(arg, ignore):
+                counts[0] += 1
+                continue
+            yield arg, path, False
         else:
             errors.append(f"{arg}: no such file or directory")
 
@@ -86,11 +112,16 @@ def _list_item(item: dict, list_kind: str, api_version) -> dict:
     return out
 
 
-def read_inputs(args: list[str]) -> Inputs:
+def read_inputs(args: list[str], *, ignore=(), skip_kinds=()) -> Inputs:
+    """The documents of `args`; `ignore` globs leave files out, `skip_kinds` leaves documents of those kinds
+    out as if absent (counted in `skipped_kinds`)."""
     errors: list[str] = []
     documents: list[Document] = []
     texts: dict[str, str] = {}
-    for name, path in _files(args, errors):
+    counts = [0]  # files ignored
+    not_manifests = skipped = 0
+    skip = {k.lower() for k in skip_kinds}
+    for name, path, walked in _files(args, errors, ignore, counts):
         try:
             text = sys.stdin.read() if path is None else path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -98,12 +129,24 @@ def read_inputs(args: list[str]) -> Inputs:
             continue
         label = "<stdin>" if name == "-" else name
         texts[label] = text
+        if walked and not text.strip():
+            not_manifests += 1
+            continue
         parsed = _parse(text, label, errors)
         if parsed and all(d is None for d in parsed):
+            if walked:
+                not_manifests += 1
+                continue
             errors.append(f"{label}: holds no document")
         for i, doc in enumerate(parsed, start=1):
             if doc is None:
                 continue  # an empty document between separators
+            if walked and (type(doc) is not dict or type(doc.get("kind")) is not str or not doc["kind"]):
+                not_manifests += 1
+                continue
+            if type(doc) is dict and type(doc.get("kind")) is str and doc["kind"].lower() in skip:
+                skipped += 1
+                continue
             if type(doc) is not dict:
                 errors.append(f"{label}: document {i}: not an object (a {type(doc).__name__}); expected a Kubernetes "
                               "manifest")
@@ -118,10 +161,13 @@ def read_inputs(args: list[str]) -> Inputs:
                     if type(item.get("kind")) is not str or not item["kind"]:
                         errors.append(f"{label}: document {i}, item {j}: has no kind (items of a List keep their own)")
                         continue
-                    documents.append(Document(item, label, i, j))
+                    if item["kind"].lower() in skip:
+                        skipped += 1
+                    else:
+                        documents.append(Document(item, label, i, j))
                 continue
             if type(kind) is not str or not kind:
                 errors.append(f"{label}: document {i}: has no kind")
                 continue
             documents.append(Document(doc, label, i))
-    return Inputs(tuple(documents), tuple(errors), texts)
+    return Inputs(tuple(documents), tuple(errors), texts, not_manifests, counts[0], skipped)

@@ -11,8 +11,12 @@ import sys
 
 from webhook.version import package_version
 
-COMMANDS = ("check", "mutate", "audit", "explain", "export", "serve", "certs", "host", "version")
+COMMANDS = ("check", "mutate", "test", "audit", "explain", "export", "serve", "certs", "host", "version")
 EXIT_CLOSED_STDOUT = 128 + 13  # the shell's status for a command that SIGPIPE ended
+EXIT_ERROR = 2
+# `pip install gpu-admission` is the CLI over manifests; these packages come with an extra (pyproject.toml).
+EXTRA_OF = {"kubernetes": "cluster", "urllib3": "cluster", "flask": "server", "werkzeug": "server",
+            "gunicorn": "server", "gevent": "server", "cryptography": "server", "prometheus_client": "server"}
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -28,17 +32,57 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
     for name in (chosen,) if chosen else COMMANDS:
-        importlib.import_module(f"webhook.cli.{name}").register(sub)
+        try:
+            module = importlib.import_module(f"webhook.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if _extra(exc) is None:
+                raise
+            _register_missing(sub, name, exc)
+        else:
+            module.register(sub)
     return parser
+
+
+def _extra(exc: ModuleNotFoundError) -> str | None:
+    """The extra that brings the module an import missed, when it is one of ours."""
+    return EXTRA_OF.get((exc.name or "").partition(".")[0])
+
+
+def _missing_extra(command: str, exc: ModuleNotFoundError) -> str:
+    extra, package = _extra(exc), (exc.name or "").partition(".")[0]
+    return (f"gpu-admission {command}: needs the '{extra}' extra ({package} is not installed): "
+            f"pip install 'gpu-admission[{extra}]'")
+
+
+def _register_missing(sub, name: str, exc: ModuleNotFoundError) -> None:
+    """A command whose extra is not installed still shows in the help (main() says what to install when it is
+    run)."""
+    sub.add_parser(name, help=f"(needs: pip install 'gpu-admission[{_extra(exc)}]')", add_help=False)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # before any command is imported: a pipeline's first probe answers at once
+        print(f"gpu-admission {package_version()}")
+        return 0
+    if argv and argv[0] in COMMANDS:
+        try:
+            importlib.import_module(f"webhook.cli.{argv[0]}")
+        except ModuleNotFoundError as exc:
+            if _extra(exc) is None:
+                raise
+            print(_missing_extra(argv[0], exc), file=sys.stderr)
+            return EXIT_ERROR
     args = build_parser(argv).parse_args(argv)
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # output that fit in the buffer meets a closed pipe only here
         return code
+    except ModuleNotFoundError as exc:  # a command that reaches a cluster, or serves, without its extra
+        if _extra(exc) is None:
+            raise
+        print(_missing_extra(args.command, exc), file=sys.stderr)
+        return EXIT_ERROR
     except BrokenPipeError:
         return _stdout_closed()
     except KeyboardInterrupt:

@@ -7,6 +7,8 @@ from webhook.rules import Action
 from webhook.text import pad
 
 _MARK = {Action.ENFORCE: T("deny"), Action.WARN: T("warn"), Action.AUDIT: T("audit")}
+# check's and audit's JSON: 2 added formatVersion and each violation's line to the results of version 1
+JSON_FORMAT_VERSION = 2
 
 
 def result_dict(ev: Evaluation, source) -> dict:
@@ -52,7 +54,8 @@ def text_block(ev: Evaluation, where: str) -> list[str]:
     return lines
 
 
-def summary(evaluations: list[Evaluation], skipped_kinds: int, errors: int, language: str = "en") -> str:
+def summary(evaluations: list[Evaluation], skipped_kinds: int, errors: int, language: str = "en", *,
+            not_manifests: int = 0, ignored: int = 0, left_out: int = 0) -> str:
     denied = sum(1 for e in evaluations if not e.allowed)
     warned = sum(1 for e in evaluations if e.allowed and e.violations)
     exempt = sum(1 for e in evaluations if e.skipped)
@@ -65,6 +68,14 @@ def summary(evaluations: list[Evaluation], skipped_kinds: int, errors: int, lang
         parts.append(T("{count} exempt", count=exempt))
     if skipped_kinds:
         parts.append(T("{count} of other kinds skipped", count=skipped_kinds))
+    if left_out:
+        parts.append(T("{count} left out by --skip-kind", count=left_out))
+    if not_manifests:
+        parts.append(T("{count} document without kind skipped", count=not_manifests) if not_manifests == 1 else
+                     T("{count} documents without kind skipped", count=not_manifests))
+    if ignored:
+        parts.append(T("{count} file ignored", count=ignored) if ignored == 1 else
+                     T("{count} files ignored", count=ignored))
     if errors:
         parts.append(T("{count} input error", count=errors) if errors == 1 else
                      T("{count} input errors", count=errors))

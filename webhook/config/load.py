@@ -44,6 +44,9 @@ DEFAULT_VISIBLE_DEVICE_VARIABLES = (
     "CUDA_MPS_PIPE_DIRECTORY",
     "GPU_DEVICE_ORDINAL",
 )
+# GKE's device injection: the runtime mounts the host paths listed in `devices.gke.io/container.<name>`
+# into that container (GPUDirect-TCPX manifests use it for /dev/nvidia*), outside any allocation.
+DEFAULT_PLATFORM_DEVICE_ANNOTATIONS = ("devices.gke.io/container.",)
 MODES = {"enforce": "enforce", "audit": "audit", "dry-run": "audit"}
 MANAGERS = {"standalone": None, "gpu-operator-clusterpolicy": DEVICE_PLUGIN, "gpu-operator-gpucluster": DRA}
 MIG_STRATEGIES = ("none", "single", "mixed")
@@ -291,7 +294,9 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
     tolerations = tuple(t for p, d in f.mappings("tolerations") if (t := _toleration(d, p, errors)))
     autoscaling = f.get("autoscaling", dict)
 
-    dp_fields = ("runtimeClassName", "resources", "extraResources", "migStrategy", "mig", "timeSlicing", "mps")
+    # `mig` (the GPU model's profile table) is both mechanisms': the device plugin advertises its profiles, the DRA
+    # driver publishes MIG devices of them
+    dp_fields = ("runtimeClassName", "resources", "extraResources", "migStrategy", "timeSlicing", "mps")
     dra_fields = ("driver", "deviceTypes", "deviceClasses", "maxDevicesPerClaim", "sharingStrategies",
                   "adminAccessNamespaces")
     wrong = dra_fields if mechanism == DEVICE_PLUGIN else dp_fields if mechanism == DRA else ()
@@ -323,6 +328,7 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
         kwargs["max_devices_per_claim"] = f.get("maxDevicesPerClaim", int, 8, _at_least(1))
         kwargs["sharing_strategies"] = f.strings("sharingStrategies", _one_of(DRA_SHARING))
         kwargs["admin_access_namespaces"] = f.strings("adminAccessNamespaces", _pattern(_DNS_LABEL, "namespace"))
+        kwargs["mig_profiles"] = MappingProxyType(_mig_profiles(f, errors))
     if autoscaling is not None:
         kwargs["autoscaled"] = True
         kwargs["autoscaled_allocatable"] = MappingProxyType(_autoscaling(autoscaling, f.sub("autoscaling"), errors))
@@ -429,6 +435,8 @@ def _lookups(data: Any, errors: list[str]) -> Lookups:
         resource_slices=f.get("resourceSlices", bool, False),
         runtime_classes=f.get("runtimeClasses", bool, False),
         node_pools=f.get("nodePools", bool, False),
+        gpu_operator=f.get("gpuOperator", bool, False),
+        pods=f.get("pods", bool, False),
         timeout_seconds=f.get("timeoutSeconds", float, 1.0,
                               lambda v: None if 0 < v <= 5 else "must be > 0 and <= 5 (the webhook's own timeout)"),
     )
@@ -522,6 +530,10 @@ def _build_policy(data: Any, source: str) -> Policy:
     variables = top.strings("visibleDeviceVariables",
                             _pattern(re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$"), "variable name"),
                             DEFAULT_VISIBLE_DEVICE_VARIABLES)
+    platform = top.strings("platformDeviceAnnotations",
+                           _pattern(re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)[-A-Za-z0-9_.]*$"),
+                                    "annotation key prefix"),
+                           DEFAULT_PLATFORM_DEVICE_ANNOTATIONS)
     policy = Policy(
         cohorts=tuple(cohorts),
         mode=MODES.get(mode, "enforce"),
@@ -538,6 +550,7 @@ def _build_policy(data: Any, source: str) -> Policy:
         gpu_drivers=frozenset(top.strings("gpuDrivers", _pattern(_DNS_SUBDOMAIN, "driver name"), ("gpu.nvidia.com",))),
         device_classes=MappingProxyType(classes),
         visible_device_variables=frozenset(variables),
+        platform_device_annotations=tuple(platform),
         exclusive_label=top.get("exclusiveLabel", str, "workload.example.com/gpu-exclusive",
                                 _pattern(_LABEL_KEY, "label key")),
         allocation_label=top.get("allocationLabel", str, "workload.example.com/gpu-allocation",

@@ -1,6 +1,6 @@
 """MIG GPU-instance profile tables per GPU model: profile -> maximum instances of that profile.
 
-A100-40GB is the seed's table; H200-141GB was read from a real host (`nvidia-smi mig -lgip`,
+A100-40GB is the reference deployment's table; H200-141GB was read from a real host (`nvidia-smi mig -lgip`,
 shared/fixtures/nvidia-smi-h200/mig-lgip.txt). Other models: give `mig.profiles` in the policy.
 """
 import re

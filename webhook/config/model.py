@@ -178,11 +178,14 @@ class Lookups:
     resource_slices: bool = False  # the devices ResourceSlices publish, and DeviceTaintRules (unsatisfiable-request)
     runtime_classes: bool = False  # which RuntimeClasses exist (default-runtime-class injects only those)
     node_pools: bool = False  # Karpenter NodePools and Cluster API node groups: which cohorts are autoscaled
+    gpu_operator: bool = False  # ClusterPolicies, GPUClusters, NVIDIADrivers (allocation-owner)
+    pods: bool = False  # the pods bound to a node whose cohort labels change (allocation-owner)
 
     @property
     def any(self) -> bool:
         return (self.resource_claims or self.device_classes or self.namespaces or self.config_maps or self.secrets
-                or self.nodes or self.resource_slices or self.runtime_classes or self.node_pools)
+                or self.nodes or self.resource_slices or self.runtime_classes or self.node_pools
+                or self.gpu_operator or self.pods)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +214,8 @@ class Policy:
     gpu_drivers: frozenset[str] = frozenset({"gpu.nvidia.com"})
     device_classes: Mapping[str, DeviceClassInfo] = field(default_factory=lambda: EMPTY)
     visible_device_variables: frozenset[str] = frozenset()
+    # annotation key prefixes by which a platform injects host devices (device-access-bypass)
+    platform_device_annotations: tuple[str, ...] = ()
     exclusive_label: str = "workload.example.com/gpu-exclusive"
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)

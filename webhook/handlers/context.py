@@ -10,7 +10,8 @@ from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.claims import claim_spec
 from webhook.objects.kinds import BY_KIND
-from webhook.objects.lookup import Resolver
+from webhook.objects.lookup import Lookup, Resolver
+from webhook.objects.owners import DEVICE_PLUGIN, owners
 from webhook.objects.podspec import PodView, claim_reference, view_of
 from webhook.policy.context import Context, base_context, classes_from_objects, device_class_info, extended_map
 from webhook.policy.gpu import IMPLICIT_PREFIX
@@ -19,12 +20,20 @@ _STANDARD_PREFIXES = ("kubernetes.io/", "requests.", "hugepages-")
 
 
 def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resolver: Resolver,
-                  user: dict | None = None, view: PodView | None = None) -> Context:
-    base = base_context(policy)
+                  user: dict | None = None, view: PodView | None = None, old: Mapping | None = None) -> Context:
     info = BY_KIND.get(kind)
+    if info is not None and info.pod_spec_path is None and kind in _INFRASTRUCTURE:
+        return _infrastructure(obj, kind, policy, resolver, user, old)
+    if kind == "DeviceClass" and as_dict(obj.get("spec")).get("extendedResourceName"):
+        # allocation-owner: every class that maps the same extended resource, whatever its selectors select
+        base = base_context(policy)
+        return Context(classes=base.classes, extended=base.extended, user=user or base.user,
+                       operator=MappingProxyType({"deviceclasses": resolver.device_class_list()}))
+    base = base_context(policy)
     claims: dict = {}
     class_names: set[str] = set()
     env_sources: dict = {}
+    operator: Mapping[str, Lookup] = {}
     extended_wanted = False
     labels = None
     if info is not None and info.pod_spec_path is not None:
@@ -60,6 +69,8 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
         if namespace and namespace not in policy.namespace_cohorts:
             found = resolver.namespace_labels(namespace)
             labels = found.value if found.found and type(found.value) is dict else None
+        if info.kind != "Pod":
+            operator = _operator_for(view, resolver)
     elif kind in ("ResourceClaim", "ResourceClaimTemplate"):
         class_names.update(_classes_of(obj, kind))
 
@@ -73,10 +84,10 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     runtime_classes = runtime.value if runtime is not None and runtime.found else None
     if not (claims or class_names or env_sources or listed or labels):
         # The request's user matters only to the policy's exceptions.
-        if inventory is None and runtime_classes is None and (not user or not policy.exceptions):
+        if inventory is None and runtime_classes is None and not operator and (not user or not policy.exceptions):
             return base
         return Context(classes=base.classes, extended=base.extended, user=user or base.user, inventory=inventory,
-                       runtime_classes=runtime_classes)
+                       runtime_classes=runtime_classes, operator=MappingProxyType(dict(operator)))
     misses: dict[str, str] = {}
     classes = classes_from_objects(policy, listed.value, misses) if listed else dict(base.classes)
     for name in sorted(class_names):
@@ -101,7 +112,51 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
         user=user or base.user,
         inventory=inventory,
         runtime_classes=runtime_classes,
+        operator=MappingProxyType(dict(operator)),
     )
+
+
+_INFRASTRUCTURE = frozenset({"ClusterPolicy", "GPUCluster", "NVIDIADriver", "Node"})
+# Which of the GPU Operator's objects each kind is judged against.
+_AGAINST = {"ClusterPolicy": ("gpuclusters",), "GPUCluster": ("clusterpolicies",), "NVIDIADriver": ("nvidiadrivers",)}
+
+
+def _operator_for(view: PodView, resolver: Resolver) -> dict[str, Lookup]:
+    """For a pod template that runs an allocation owner: the Operator's objects that already run its mechanism."""
+    found = owners(view.spec, view.prefix)
+    if not found:
+        return {}
+    plural = "clusterpolicies" if found[0].mechanism == DEVICE_PLUGIN else "gpuclusters"
+    return {plural: resolver.operator_objects(plural)}
+
+
+def infrastructure_context(view: PodView, *, policy: Policy, resolver: Resolver,
+                           user: dict | None = None) -> Context | None:
+    """The context of a controller in an exempt namespace, judged by allocation-owner alone; None when its pod
+    template runs no allocation owner (nothing to judge, nothing asked of the cluster)."""
+    operator = _operator_for(view, resolver)
+    if not operator:
+        return None
+    base = base_context(policy)
+    return Context(classes=base.classes, extended=base.extended, user=user or base.user,
+                   operator=MappingProxyType(operator))
+
+
+def _infrastructure(obj: dict, kind: str, policy: Policy, resolver: Resolver, user: dict | None,
+                    old: Mapping | None) -> Context:
+    base = base_context(policy)
+    old = old or None  # a CREATE's: none
+    operator = {plural: resolver.operator_objects(plural) for plural in _AGAINST.get(kind, ())}
+    node_pods = None
+    if kind == "Node" and old is not None and _labels(obj) != _labels(old):
+        name = as_str(as_dict(obj.get("metadata")).get("name"))
+        node_pods = resolver.pods_on_node(name) if name else None
+    return Context(classes=base.classes, extended=base.extended, user=user or base.user,
+                   operator=MappingProxyType(operator), node_pods=node_pods, old=old)
+
+
+def _labels(obj: Mapping) -> object:
+    return as_dict(obj.get("metadata")).get("labels")
 
 
 def _classes_of(obj: Mapping, kind: str) -> set[str]:

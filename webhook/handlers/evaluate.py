@@ -4,13 +4,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from webhook.config.model import Policy
-from webhook.handlers.context import build_context
+from webhook.handlers.context import build_context, infrastructure_context
 from webhook.objects.access import as_dict, as_str
 from webhook.objects.kinds import foreign_kind
 from webhook.objects.lookup import Resolver
 from webhook.objects.podspec import added_ephemeral_containers, display_name, pod_view
 from webhook.policy.engine import evaluate, exempt, object_namespace
 from webhook.policy.results import Evaluation
+from webhook.rules import Action, Rule
 
 
 def evaluate_object(obj: dict, *, policy: Policy, resolver: Resolver, operation: str = "CREATE",
@@ -27,9 +28,22 @@ def evaluate_object(obj: dict, *, policy: Policy, resolver: Resolver, operation:
     namespace = object_namespace(obj, kind, namespace or "")
     skipped = exempt(obj, kind, namespace, policy)
     if skipped is not None:
-        return skipped  # before any lookup: exempt namespaces cost nothing
+        # Before any lookup: exempt namespaces cost nothing, but for a controller that runs a GPU allocation
+        # owner (infrastructure lives there), judged by the allocation-owner rule alone.
+        if kind == "Pod" or not validate or policy.settings_for(namespace)[1].get(Rule.ALLOCATION_OWNER) is Action.OFF:
+            return skipped
+        view = pod_view(obj, kind, namespace)
+        if view is None:
+            return skipped
+        context = infrastructure_context(view, policy=policy, resolver=resolver, user=user_info)
+        if context is None:
+            return skipped  # no allocation owner in it
+        ev = evaluate(obj, kind=kind, namespace=namespace, policy=policy, context=context, operation=operation,
+                      validate=True, mutate=False, view=view, infrastructure_only=True)
+        return ev if ev.violations or ev.errors else skipped
     view = pod_view(obj, kind, namespace)  # None for kinds without a pod spec; built once, read by both
-    context = build_context(obj, kind, namespace, policy=policy, resolver=resolver, user=user_info, view=view)
+    context = build_context(obj, kind, namespace, policy=policy, resolver=resolver, user=user_info, view=view,
+                            old=old)
     added = added_ephemeral_containers(obj, old) if sub_resource == "ephemeralcontainers" and kind == "Pod" else None
     return evaluate(obj, kind=kind, namespace=namespace, policy=policy, context=context, operation=operation,
                     validate=validate, mutate=mutate, view=view, added_ephemeral=added)

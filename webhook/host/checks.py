@@ -1,6 +1,6 @@
-"""`host check`: a host against its cohort and the seed's prerequisites. Pure: a function of the facts, the
-cohort and the policy. Each finding says what, why and the fix, with a stable id and a docs link; what cannot
-be read is `unknown`, never `pass`."""
+"""`host check`: a host against its cohort and the reference deployment's prerequisites (docs/architecture.md).
+Pure: a function of the facts, the cohort and the policy. Each finding says what, why and the fix, with a
+stable id and a docs link; what cannot be read is `unknown`, never `pass`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,8 +16,8 @@ from webhook.host.sources import Missing
 from webhook.host.toolkit import dotted
 from webhook.policy.messages import N_, Arg, Joined, T, render
 
-STANDALONE_DRA_DRIVER = 565  # DRA driver 0.5.0's released prerequisites (the seed)
-OPERATOR_DRA_DRIVER = 580  # GPU Operator's DRA (GPUCluster) workflow (the seed)
+STANDALONE_DRA_DRIVER = 565  # DRA driver 0.5.0's released prerequisites (the reference deployment)
+OPERATOR_DRA_DRIVER = 580  # GPU Operator's DRA (GPUCluster) workflow (the reference deployment)
 DRA_TOOLKIT = (1, 18)
 DEVICE_PLUGIN_TOOLKIT = (1, 7)  # the device plugin's README prerequisites
 CDI_CONTAINERD = (1, 7)  # the first containerd whose CRI plugin injects CDI devices (enable_cdi)

@@ -42,7 +42,7 @@ def _parsed(source: Source, name: str, parse):
 
 
 def read_smi(source: Source) -> tuple[nvsmi.Smi | Missing, list[str]]:
-    """The GPUs from the richest form there is: XML, else the text report, else the seed's CSV query."""
+    """The GPUs from the richest form there is: XML, else the text report, else the reference deployment's CSV query."""
     reasons: list[str] = []
     for name, parse in (("nvidia-smi-q.xml", nvsmi.parse_xml), ("nvidia-smi-q.txt", nvsmi.parse_text),
                         ("query.csv", nvsmi.parse_query_csv)):

@@ -1,6 +1,6 @@
 """`host inventory`: each GPU and each GPU model's MIG profile table, as JSON-ready values and as text.
 
-Identifiers (UUIDs, serial numbers, PCI bus ids) only when asked: the seed keeps hardware diagnostics private."""
+Identifiers (UUIDs, serial numbers, PCI bus ids) only when asked: hardware diagnostics stay private."""
 from __future__ import annotations
 
 from webhook.config.mig import MIG_PROFILE_TABLES

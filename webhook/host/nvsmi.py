@@ -206,7 +206,8 @@ SEED_QUERY = ("name", "driver_version", "uuid", "memory.total")
 
 
 def parse_query_csv(text: str, fields: tuple[str, ...] = SEED_QUERY) -> Smi:
-    """`nvidia-smi --query-gpu=name,driver_version,uuid,memory.total --format=csv,noheader` (the seed's check);
+    """`nvidia-smi --query-gpu=name,driver_version,uuid,memory.total --format=csv,noheader` (the
+    reference deployment's check);
     with a header line (`--format=csv`) the columns are taken from it instead of `fields`."""
     rows = [[c.strip() for c in row] for row in csv.reader(io.StringIO(text)) if row and any(c.strip() for c in row)]
     if rows and rows[0] and rows[0][0] in ("name", "index") :

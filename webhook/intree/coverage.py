@@ -60,6 +60,10 @@ def _asks_gpus_plainly(view: PodView) -> bool:
 
 
 def _device_access(view: PodView, policy: Policy) -> bool:
+    platform = policy.platform_device_annotations
+    annotations = view.meta.get("annotations")
+    if platform and type(annotations) is dict and any(type(k) is str and k.startswith(platform) for k in annotations):
+        return False  # which device paths its value lists needs a parser CEL does not have
     for c in view.containers:
         if c.security.get("privileged") is True:
             return False
@@ -76,7 +80,7 @@ def _device_access(view: PodView, policy: Policy) -> bool:
 
 
 def _pinnable(policy: Policy) -> tuple[Cohort, ...]:
-    """The cohorts a nodeSelector of exactly their node labels binds a pod to (cohort resolution, DESIGN.md
+    """The cohorts a nodeSelector of exactly their node labels binds a pod to (cohort resolution, docs/architecture.md
     section 4): their labels tell them apart from every other cohort."""
     out = []
     for c in policy.cohorts:

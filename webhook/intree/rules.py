@@ -91,7 +91,11 @@ def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
                  f"!(v.hostPath.path.matches({lit(PLAIN_PATH)})"
                  f" && !v.hostPath.path.matches({lit(DOTS)}) && !(v.hostPath.path in ['/var/run', '/proc'] || "
                  "v.hostPath.path.startsWith('/var/run/') || v.hostPath.path.startsWith('/proc/'))))")
-        return f"!(({containers}) || ({paths}))"
+        platform = policy.platform_device_annotations
+        injected = "" if not platform else (
+            f" || ({shape.meta_has('annotations')} && {shape.meta}.annotations.exists(k, "
+            + " || ".join(f"k.startsWith({lit(p)})" for p in platform) + "))")
+        return f"!(({containers}) || ({paths}){injected})"
     if rule is Rule.DOUBLE_MECHANISM:
         if policy.lookups.device_classes:
             return "false"

@@ -127,7 +127,8 @@ def get(api_client: ApiClient, resource: ApiResource, namespace: str | None, nam
 
 
 def list_pages(api_client: ApiClient, resource: ApiResource, namespace: str | None = None, *, limit: int,
-               timeout: float, label_selector: str | None = None) -> Iterator[dict]:
+               timeout: float, label_selector: str | None = None,
+               field_selector: str | None = None) -> Iterator[dict]:
     """Each page of a chunked list (`limit` + `continue`), as the API returns it. Items of built-in
     kinds come without `kind`/`apiVersion`; they are filled in here so every object stands alone."""
     token = None
@@ -137,6 +138,8 @@ def list_pages(api_client: ApiClient, resource: ApiResource, namespace: str | No
             query["continue"] = token
         if label_selector:
             query["labelSelector"] = label_selector
+        if field_selector:
+            query["fieldSelector"] = field_selector
         page = send(api_client, "GET", resource.path(namespace), query=query, timeout=timeout)
         for item in page.get("items") or ():
             if isinstance(item, dict):

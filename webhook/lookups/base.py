@@ -42,3 +42,9 @@ class NoLookups:
 
     def runtime_classes(self) -> Lookup:
         return self._miss
+
+    def operator_objects(self, plural: str) -> Lookup:
+        return self._miss
+
+    def pods_on_node(self, node: str) -> Lookup:
+        return self._miss

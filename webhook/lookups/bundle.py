@@ -9,8 +9,9 @@ from webhook.objects.access import as_dict, as_str
 from webhook.objects.inventory import Inventory
 from webhook.objects.lookup import Lookup, Resolver
 
+_OPERATOR = {"ClusterPolicy": "clusterpolicies", "GPUCluster": "gpuclusters", "NVIDIADriver": "nvidiadrivers"}
 _CLUSTER_SCOPED = frozenset({"DeviceClass", "Namespace", "Node", "ResourceSlice", "DeviceTaintRule", "NodePool",
-                             "RuntimeClass"})
+                             "RuntimeClass", *_OPERATOR})
 
 
 class BundleResolver:
@@ -23,6 +24,8 @@ class BundleResolver:
         self._rules: list[dict] = []
         self._pools: list[dict] = []
         self._runtime_classes: set[str] = set()
+        self._operator: dict[str, list[dict]] = {}  # plural -> the GPU Operator's objects given
+        self._pods: dict[str, list[dict]] = {}  # node name -> the pods given that are bound to it
         self._inventory: tuple[Inventory | None, Inventory | None] | None = None  # (fallback's, built)
         for doc in documents:
             if type(doc) is not dict:
@@ -32,8 +35,7 @@ class BundleResolver:
             name = as_str(meta.get("name"))
             if not kind or not name:
                 continue
-            namespace = "" if kind in _CLUSTER_SCOPED else (
-                as_str(meta.get("namespace")) or default_namespace)
+            namespace = "" if kind in _CLUSTER_SCOPED else (as_str(meta.get("namespace")) or default_namespace)
             self._objects[(kind, namespace, name)] = doc
             if kind == "DeviceClass":
                 self._classes.append(doc)
@@ -47,6 +49,12 @@ class BundleResolver:
                 self._pools.append(doc)
             elif kind == "RuntimeClass":
                 self._runtime_classes.add(name)
+            elif kind in _OPERATOR and (as_str(doc.get("apiVersion")) or "").startswith("nvidia.com/"):
+                self._operator.setdefault(_OPERATOR[kind], []).append(doc)
+            elif kind == "Pod":
+                node = as_str(as_dict(doc.get("spec")).get("nodeName"))
+                if node:
+                    self._pods.setdefault(node, []).append(doc)
 
     def _get(self, kind: str, namespace: str, name: str, ask) -> Lookup:
         doc = self._objects.get((kind, namespace, name))
@@ -94,6 +102,20 @@ class BundleResolver:
         if not self._runtime_classes:
             return found
         return Lookup.hit(frozenset(self._runtime_classes) | (found.value if found.found else frozenset()))
+    def operator_objects(self, plural: str) -> Lookup:
+        """The given objects of that kind, beside the fallback's (a cluster's, for `audit`)."""
+        given = self._operator.get(plural)
+        found = self._fallback.operator_objects(plural)
+        if not given:
+            return found
+        names = {as_str(as_dict(o.get("metadata")).get("name")) for o in given}
+        rest = tuple(o for o in (found.value if found.found else ()) if type(o) is dict
+                     and as_str(as_dict(o.get("metadata")).get("name")) not in names)
+        return Lookup.hit(tuple(given) + rest)
+
+    def pods_on_node(self, node: str) -> Lookup:
+        given = self._pods.get(node)
+        return Lookup.hit(tuple(given)) if given else self._fallback.pods_on_node(node)
 
     def namespace_labels(self, name: str) -> Lookup:
         doc = self._objects.get(("Namespace", "", name))

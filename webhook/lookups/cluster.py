@@ -30,13 +30,17 @@ from webhook.lookups.base import NoLookups
 from webhook.lookups.informer import Informer, InformerSettings, InformerStats
 from webhook.lookups.kubeconfig import load_api_client
 from webhook.lookups.resources import (
+    CLUSTER_POLICIES,
     CONFIG_MAPS,
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
+    GPU_CLUSTERS,
     MACHINE_DEPLOYMENTS,
     NAMESPACES,
     NODE_POOLS,
     NODES,
+    NVIDIA_DRIVERS,
+    PODS,
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
@@ -110,8 +114,20 @@ KINDS = {
         _Kind(RUNTIME_CLASSES, "runtime_classes", _name),
         _Kind(NODE_POOLS, "node_pools", _pool("NodePool"), optional=True),
         _Kind(MACHINE_DEPLOYMENTS, "node_pools", _pool("MachineDeployment"), optional=True),
+        _Kind(CLUSTER_POLICIES, "gpu_operator", _whole),
+        _Kind(GPU_CLUSTERS, "gpu_operator", _whole),
+        _Kind(NVIDIA_DRIVERS, "gpu_operator", _whole),
     )
 }
+OPERATOR_PLURALS = frozenset({CLUSTER_POLICIES.plural, GPU_CLUSTERS.plural, NVIDIA_DRIVERS.plural})
+
+
+def _pod_summary(obj: dict) -> dict:
+    """What allocation-owner reads of a pod bound to a node: its name and what it asks for."""
+    meta, spec = _mapping(obj.get("metadata")), _mapping(obj.get("spec"))
+    containers = [{"resources": c.get("resources")} for c in spec.get("containers") or () if isinstance(c, dict)]
+    return {"metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "spec": {"containers": containers, "resourceClaims": spec.get("resourceClaims")}}
 
 
 _NOT_FOUND = Lookup.miss("not found")
@@ -174,6 +190,8 @@ class ClusterResolver:
         self._unreachable: tuple[float, str] | None = None  # (until, reason) after a transport failure
         self._class_list: tuple[int, Lookup] | None = None
         self._inventory: tuple[tuple[int, ...], Inventory | None] | None = None
+        self._operator: dict[str, tuple[int, Lookup]] = {}
+        self._pods = policy_lookups.pods
         if start:
             self.start()
 
@@ -289,6 +307,45 @@ class ClusterResolver:
             listed = slot.informer.last_error
             return Lookup.miss(listed.describe() if listed is not None else "the RuntimeClass cache has not listed yet")
         return Lookup.hit(frozenset(slot.informer.values()))
+
+    def operator_objects(self, plural: str) -> Lookup:
+        """Every object of one of the GPU Operator's kinds: from the cache once synced; before that, one bounded
+        list. Where its CRD is not served, a miss that says so (allocation-owner then says nothing)."""
+        slot = self._slots.get(plural)
+        if slot is None or plural not in OPERATOR_PLURALS:
+            return Lookup.miss(f"lookups of {plural} are off")
+        informer = slot.informer
+        if informer.synced.is_set():
+            generation = informer.generation
+            cached = self._operator.get(plural)
+            if cached is None or cached[0] != generation:
+                cached = (generation, Lookup.hit(tuple(informer.values())))
+                self._operator[plural] = cached
+            slot.count(hit=True)
+            return cached[1]
+        slot.count(miss=True)
+        resource = slot.kind.resource
+        return self._fetch(slot, lambda: tuple(
+            item for page in apiserver.list_pages(self._api, resource, limit=500, timeout=self._timeout)
+            for item in page.get("items") or () if isinstance(item, dict)))
+
+    def pods_on_node(self, node: str) -> Lookup:
+        """The pods bound to `node`: one bounded list by field selector (asked only for a Node update that moves
+        the node between cohorts, a rare event; no cache of every pod is kept)."""
+        if not self._pods:
+            return Lookup.miss("lookups of pods are off")
+        unreachable = self._unreachable
+        if unreachable is not None and time.monotonic() < unreachable[0]:
+            return Lookup.miss(unreachable[1])
+        try:
+            return Lookup.hit(tuple(
+                _pod_summary(item) for page in apiserver.list_pages(
+                    self._api, PODS, limit=500, timeout=self._timeout, field_selector=f"spec.nodeName={node}")
+                for item in page.get("items") or () if isinstance(item, dict)))
+        except ApiError as err:
+            if err.status is None:
+                self._unreachable = (time.monotonic() + self._holdoff, err.describe())
+            return Lookup.miss(err.describe())
 
     # -- internals ---------------------------------------------------------------------------------
 

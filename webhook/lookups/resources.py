@@ -57,6 +57,11 @@ MACHINE_DEPLOYMENTS = ApiResource("cluster.x-k8s.io", "v1beta1", "machinedeploym
                                   namespaced=True)
 PODS = ApiResource("", "v1", "pods", "Pod", namespaced=True)
 EVENTS = ApiResource("", "v1", "events", "Event", namespaced=True)
+# The GPU Operator's objects (its CRDs, where installed), at the versions Operator 26.7 serves.
+CLUSTER_POLICIES = ApiResource("nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", namespaced=False)
+GPU_CLUSTERS = ApiResource("nvidia.com", "v1alpha1", "gpuclusters", "GPUCluster", namespaced=False)
+NVIDIA_DRIVERS = ApiResource("nvidia.com", "v1alpha1", "nvidiadrivers", "NVIDIADriver", namespaced=False)
+OPERATOR_RESOURCES = (CLUSTER_POLICIES, GPU_CLUSTERS, NVIDIA_DRIVERS)
 
 POLICY_REPORTS = ApiResource("wgpolicyk8s.io", "v1alpha2", "policyreports", "PolicyReport", namespaced=True)
 CLUSTER_POLICY_REPORTS = ApiResource(

@@ -9,6 +9,10 @@ from typing import Any
 from webhook.objects.access import as_dict, as_list, as_str, integer
 from webhook.objects.selectors import selector_texts
 
+# The NVIDIA DRA driver's config kinds that share a device (kubernetes-sigs/dra-driver-nvidia-gpu,
+# api/nvidia.com/resource/v1beta1/gpuconfig.go and migconfig.go)
+SHARING_KINDS = frozenset({"GpuConfig", "MigDeviceConfig"})
+
 
 @dataclass(frozen=True, slots=True)
 class DeviceRequest:
@@ -34,7 +38,9 @@ class OpaqueConfig:
     driver: str | None
     requests: tuple[str, ...]  # empty: every request of the claim
     sharing_strategy: str | None  # TimeSlicing | MPS from a GpuConfig / MigDeviceConfig
-    path: str
+    path: str  # of the sharing strategy
+    base: str = ""  # of the config entry: "spec.devices.config[0]"
+    parameters: Any = None  # `opaque.parameters` as written (the driver's own API object), any JSON value
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +87,18 @@ def _config(raw: Mapping[str, Any], path: str) -> OpaqueConfig | None:
     opaque = as_dict(raw.get("opaque"))
     if not opaque:
         return None
-    params = as_dict(opaque.get("parameters"))
+    raw_params = opaque.get("parameters")
+    params = as_dict(raw_params)
     sharing = as_dict(params.get("sharing"))
+    # Only the driver's sharing kinds carry a strategy: another kind's `sharing` is device-config's finding.
+    strategy = as_str(sharing.get("strategy")) if params.get("kind") in SHARING_KINDS else None
     return OpaqueConfig(
         driver=as_str(opaque.get("driver")),
         requests=tuple(r for r in as_list(raw.get("requests")) if type(r) is str),
-        sharing_strategy=as_str(sharing.get("strategy")),
+        sharing_strategy=strategy,
         path=f"{path}.opaque.parameters.sharing.strategy",
+        base=path,
+        parameters=raw_params,
     )
 
 

@@ -32,8 +32,19 @@ _KINDS = (
     KindInfo("DeviceClass", "resource.k8s.io", "deviceclasses", None, namespaced=False),
 )
 
-BY_KIND = {k.kind: k for k in _KINDS}
-BY_RESOURCE = {(k.group, k.resource): k for k in _KINDS}
+# Infrastructure that only the allocation-owner rule reads: the GPU Operator's objects and Node updates
+# (which move a node between cohorts). The audit lists Nodes itself, for its cohort report.
+INFRASTRUCTURE = (
+    KindInfo("ClusterPolicy", "nvidia.com", "clusterpolicies", None, namespaced=False),
+    KindInfo("GPUCluster", "nvidia.com", "gpuclusters", None, namespaced=False),
+    KindInfo("NVIDIADriver", "nvidia.com", "nvidiadrivers", None, namespaced=False),
+    KindInfo("Node", "", "nodes", None, namespaced=False),
+)
+INFRASTRUCTURE_KINDS = frozenset(k.kind for k in INFRASTRUCTURE)
+OPERATOR_VERSIONS = {"ClusterPolicy": "v1", "GPUCluster": "v1alpha1", "NVIDIADriver": "v1alpha1"}
+
+BY_KIND = {k.kind: k for k in (*_KINDS, *INFRASTRUCTURE)}
+BY_RESOURCE = {(k.group, k.resource): k for k in (*_KINDS, *INFRASTRUCTURE)}
 POD_BEARING = tuple(k for k in _KINDS if k.pod_spec_path is not None)
 HANDLED = _KINDS
 # The only subresource the engine reads: ephemeral containers are added to running pods through it.

@@ -47,3 +47,10 @@ class Resolver(Protocol):
 
     # The names of the cluster's RuntimeClasses (a frozenset); a miss when they are not looked up.
     def runtime_classes(self) -> Lookup: ...
+
+    # allocation-owner: every GPU Operator object of one plural (clusterpolicies, gpuclusters, nvidiadrivers),
+    # value a tuple of dicts; a miss where the CRD is not served or the lookup is off (the rule then says nothing)
+    def operator_objects(self, plural: str) -> Lookup: ...
+
+    # allocation-owner: the pods bound to a node (value a tuple of pod dicts), for a Node update that moves it
+    def pods_on_node(self, node: str) -> Lookup: ...

@@ -222,6 +222,7 @@ class ClassSelectors:
         self._env: Any = None
         self._cache: dict[tuple[str, ...], Selection] = {}
         self._programs: dict[str, Any] = {}
+        self._profiles: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[bool | None, ...]] = {}
         groups: list[tuple[str, str, bool, list[dict[str, Any]]]] = []  # driver, type, is a GPU, probes (minimal first)
         for driver in self.gpu_drivers:
             by_type: dict[str, list[dict[str, Any]]] = {}
@@ -252,6 +253,27 @@ class ClassSelectors:
             self._programs.clear()
         self._programs[text] = program
         return program
+
+    def mig_profiles(self, driver: str, expressions: tuple[str, ...],
+                     profiles: tuple[str, ...]) -> tuple[bool | None, ...]:
+        """For each MIG profile, whether every selector accepts a MIG device of `driver` with that profile and
+        nothing else: True, False, or None where the verdict reads more than the device's type and profile
+        (or a selector does not compile). Cached by the selectors' text and the profiles."""
+        key = (driver, expressions, profiles)
+        found = self._profiles.get(key)
+        if found is None:
+            programs = [self.program(e) for e in expressions]
+            verdicts: list[bool | None] = []
+            for profile in profiles:
+                if any(p is None for p in programs):
+                    verdicts.append(None)
+                    continue
+                verdict = _all(programs, _device(driver, {"type": "mig", "profile": profile}, {}))
+                verdicts.append(verdict if type(verdict) is bool else None)
+            if len(self._profiles) >= _CACHE_LIMIT:
+                self._profiles.clear()
+            found = self._profiles[key] = tuple(verdicts)
+        return found
 
     def selection(self, obj: dict[str, Any]) -> Selection:
         expressions = selector_texts(obj)

@@ -1,4 +1,4 @@
-"""Which cohort a pod spec is bound for (DESIGN.md section 4)."""
+"""Which cohort a pod spec is bound for (docs/architecture.md, Cohort resolution)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -183,6 +183,22 @@ def _read(selector: Mapping[str, Any], terms: Sequence[Any] | None, policy: Poli
         admitted = admitted | cohorts_
         open_ = open_ or other
     return tuple(sorted(named)), by_selector, by_affinity, admitted, open_
+
+
+def node_selection(spec: Mapping[str, Any], policy: Policy) -> tuple[frozenset[str], bool]:
+    """(cohorts whose nodes a pod spec's node selection admits, whether it also admits nodes of no cohort):
+    where a DaemonSet's pods can land. No selection at all admits every node."""
+    selector = as_dict(spec.get("nodeSelector"))
+    required = as_dict(as_dict(as_dict(spec.get("affinity")).get("nodeAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"))
+    if "nodeSelectorTerms" in required:
+        terms = as_list(required.get("nodeSelectorTerms"))
+        if not terms:
+            return frozenset(), False  # the apiserver refuses it; no node matches
+        reading = _read(selector, terms, policy)
+    else:
+        reading = _read(selector, None, policy)
+    return reading[3], reading[4]
 
 
 def from_namespace(view: PodView, policy: Policy, context: Context, excluded: tuple[str, ...] = ()) -> CohortChoice:

@@ -33,6 +33,11 @@ class Context:
     inventory: Inventory | None = None
     # the names of the cluster's RuntimeClasses; None when they are not looked up
     runtime_classes: frozenset[str] | None = None
+    # the allocation-owner rule's infrastructure: the GPU Operator's objects by plural (each a tuple of
+    # dicts, or why not), the pods bound to a Node being updated, and that update's old object
+    operator: Mapping[str, Lookup] = field(default_factory=lambda: _EMPTY)
+    node_pods: Lookup | None = None
+    old: Mapping[str, Any] | None = None
 
     def device_class(self, name: str | None) -> DeviceClassInfo | None:
         return self.classes.get(name) if name else None

@@ -11,7 +11,7 @@ from webhook.intree.coverage import covered
 from webhook.intree.export import exported_rules
 from webhook.intree.mutations import mutated_rules, silent_in
 from webhook.objects.access import as_dict, as_list, as_str
-from webhook.objects.kinds import BY_KIND, is_legacy_dra
+from webhook.objects.kinds import BY_KIND, INFRASTRUCTURE_KINDS, is_legacy_dra
 from webhook.objects.podspec import PodView, display_name, view_of
 from webhook.policy.checks import REGISTRY
 from webhook.policy.context import Context
@@ -19,6 +19,7 @@ from webhook.policy.contract import Check, Target
 from webhook.policy.dra import ObjectFacts, object_facts
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts, analyse
+from webhook.policy.infra import InfraFacts, infra_facts
 from webhook.policy.messages import line, mutation_line
 from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
 from webhook.policy.patch import make_patch
@@ -33,24 +34,28 @@ _STRENGTH = {Action.OFF: 0, Action.AUDIT: 1, Action.WARN: 2, Action.ENFORCE: 3}
 
 def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, context: Context,
              operation: str = "CREATE", validate: bool = True, mutate: bool = True, view: PodView | None = None,
-             added_ephemeral: frozenset[str] | None = None) -> Evaluation:
+             added_ephemeral: frozenset[str] | None = None, infrastructure_only: bool = False) -> Evaluation:
     """Evaluate `obj` as the webhooks would on `operation`: for a Pod on CREATE the mutating webhook's patch
     first (`mutate`), then the validating rules on the mutated Pod (`validate`).
 
     `kind` and `namespace` are the object's, as `object_namespace` reads them; exempt namespaces were
     skipped before (`exempt`). `view` is the object's pod view when the caller has already built it.
     `added_ephemeral`: on an UPDATE of pods/ephemeralcontainers, the names of the ephemeral containers it
-    adds: only those are mutated (hide-gpus) and only what concerns them is reported."""
+    adds: only those are mutated (hide-gpus) and only what concerns them is reported.
+    `infrastructure_only`: a controller in an exempt namespace, where only its pod template's allocation
+    owner is judged (infrastructure lives there)."""
     plan = _plan(policy, namespace)
     info = BY_KIND.get(kind)
     if info is not None and info.pod_spec_path is not None:
         view = view or view_of(obj, info, namespace)
         return _pod_bearing(obj, view, view.name, namespace, operation, policy, context, plan, validate, mutate,
-                            added_ephemeral)
+                            added_ephemeral, infrastructure_only)
     name = display_name(obj)
     if not validate:
         return Evaluation(kind=kind, namespace=namespace, name=name, dry_run=plan.dry_run, language=plan.language,
                           skipped=f"{kind} objects are never mutated")
+    if kind in INFRASTRUCTURE_KINDS:
+        return _infrastructure(obj, kind, name, policy, context, plan)
     if info is not None or is_legacy_dra(obj):
         return _dra_object(obj, kind, name, namespace, policy, context, plan)
     return Evaluation(kind=kind, namespace=namespace, name=name, language=plan.language,
@@ -143,7 +148,7 @@ def _violations(found: list[tuple[Rule, Finding]], subject: str, plan: _Plan,
     return out
 
 
-def _run_checks(checks: tuple[Check, ...], facts: GpuFacts | ObjectFacts, context: Context, policy: Policy,
+def _run_checks(checks: tuple[Check, ...], facts: GpuFacts | ObjectFacts | InfraFacts, context: Context, policy: Policy,
                 lifted: frozenset[Rule], errors: list[RuleError]) -> list[tuple[Rule, Finding]]:
     """Every check, pod spec's or DRA object's, runs here: one that raises is recorded with what its
     onError decides, and the decision goes on without it."""
@@ -164,7 +169,7 @@ def _run_checks(checks: tuple[Check, ...], facts: GpuFacts | ObjectFacts, contex
 
 def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, operation: str, policy: Policy,
                  context: Context, plan: _Plan, validate: bool, mutate: bool,
-                 added_ephemeral: frozenset[str] | None = None) -> Evaluation:
+                 added_ephemeral: frozenset[str] | None = None, infrastructure_only: bool = False) -> Evaluation:
     kind = view.kind.kind
     facts = analyse(view, policy, context)
     lifted = _lifted(policy, namespace, name, view.spec, context.user)
@@ -175,7 +180,7 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
     mutated = None
     patch: tuple[Any, ...] = ()
     debug = added_ephemeral is not None
-    if mutate and view.kind.mutated and (operation == "CREATE" or debug):
+    if mutate and view.kind.mutated and (operation == "CREATE" or debug) and not infrastructure_only:
         work = Draft(obj)
         # A debug container's update may change nothing else: only hide-gpus, on the added containers.
         for mutation in plan.mutations if not debug else [m for m in plan.mutations if m is hide_gpus]:
@@ -213,7 +218,10 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
         # The in-tree policies match CREATE only, and see the object as mutated, as this view is now; /mutate
         # (validate off) reports no finding the coverage could lift.
         lifted = lifted | covered(plan.in_tree, view, policy)
-    findings = _run_checks(plan.checks[Target.POD_SPEC], facts, context, policy, lifted, errors) if validate else []
+    findings = _run_checks(plan.checks[Target.POD_SPEC], facts, context, policy, lifted, errors) \
+        if validate and not infrastructure_only else []
+    if validate and kind != "Pod" and plan.checks[Target.TEMPLATE]:
+        findings += _run_checks(plan.checks[Target.TEMPLATE], facts, context, policy, lifted, errors)
     if added_ephemeral is not None and findings:
         findings = _about(findings, view, added_ephemeral)
     cohort = facts.choice.cohort.name if facts.choice.cohort else None
@@ -243,6 +251,19 @@ def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, polic
                       violations=tuple(_violations(findings, facts.subject, plan, lifted, policy)),
                       dry_run=plan.dry_run,
                       cohort=facts.cohort.name if facts.cohort else None, errors=tuple(errors))
+
+
+def _infrastructure(obj: dict[str, Any], kind: str, name: str, policy: Policy, context: Context,
+                    plan: _Plan) -> Evaluation:
+    """The GPU Operator's objects and Node updates: cluster-scoped, so only exceptions by name, user or group
+    apply to them."""
+    facts = infra_facts(obj, kind, name, context.old)
+    lifted = _lifted(policy, "", name, {}, context.user)
+    errors: list[RuleError] = []
+    findings = _run_checks(plan.checks[Target.INFRASTRUCTURE], facts, context, policy, lifted, errors)
+    return Evaluation(kind=kind, namespace="", name=name, language=plan.language,
+                      violations=tuple(_violations(findings, facts.subject, plan, lifted, policy)),
+                      dry_run=plan.dry_run, errors=tuple(errors))
 
 
 def _failed(rule: Rule, exc: Exception, policy: Policy, deniable: bool = True) -> RuleError:

@@ -1,4 +1,4 @@
-"""Messages are made here, in the one-line shape of DESIGN.md section 10:
+"""Messages are made here, in the one-line shape of docs/architecture.md (Messages):
 `<object>: <what, with field path>: <why>; <fix> [<rule>] <docs link>`; checks give what, why and fix.
 
 Checks stay language-free: they give `Text` values, an English template (the catalogue's msgid, marked

@@ -10,7 +10,7 @@ from webhook.rules import Action, Rule
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    """What one check found, in the words of DESIGN.md section 10: `what` happened (naming the field path),
+    """What one check found, in the words of docs/architecture.md (Messages): `what` happened (naming the field path),
     `why` it matters and the `fix`. The engine makes the one-line message, adding the object, the rule id
     and its docs link (messages.line); each is a `Text` template, rendered in the policy's language only
     then. `cap` limits the action (an `envFrom` source that could not be read

@@ -122,6 +122,8 @@ value that causes it is set (image.digest, networkPolicy.enabled, no lookups).
 {{- $cpu := "CKV_K8S_11=no CPU limit on purpose: CFS throttling would add latency to every admission call; the CPU request reserves what the webhook needs" -}}
 {{- if eq .pod "audit" -}}
 {{- $cpu = "CKV_K8S_11=no CPU limit on purpose: a limit would only slow the batch audit down; its CPU request reserves what it needs, and its memory is limited" -}}
+{{- else if eq .pod "cleanup" -}}
+{{- $cpu = "CKV_K8S_11=no CPU limit on purpose: the hook makes two API calls and exits; its CPU request reserves what it needs, and its memory is limited" -}}
 {{- end -}}
 {{- $skips := list $cpu
   "CKV_K8S_15=pullPolicy IfNotPresent: the image is pinned by a version tag or image.digest, so Always would only add a registry round trip to every start" -}}
@@ -138,7 +140,10 @@ value that causes it is set (image.digest, networkPolicy.enabled, no lookups).
 {{- $skips = append $skips "CKV_K8S_19=hostNetwork.enabled: the control plane cannot reach pod IPs here (custom CNI, Hybrid Nodes without a routable pod CIDR)" -}}
 {{- $skips = append $skips "CKV_K8S_26=hostNetwork.enabled: the hostPort is declared so that the scheduler never puts two replicas on one node's port" -}}
 {{- end -}}
-{{- if or (eq .pod "audit") (include "gpu-admission.anyLookup" $root) -}}
+{{- if eq .pod "cleanup" -}}
+{{- $skips = append $skips "CKV2_K8S_6=the hook pod accepts no connections; it calls the API server once at uninstall and exits" -}}
+{{- $skips = append $skips "CKV_K8S_38=the service account token is mounted because the hook deletes the release's two webhook configurations; RBAC grants only that, by name" -}}
+{{- else if or (eq .pod "audit") (include "gpu-admission.anyLookup" $root) -}}
 {{- $skips = append $skips "CKV_K8S_38=the service account token is mounted because the pod reads the cluster (the audit, or the lookups enabled); RBAC grants only that" -}}
 {{- end -}}
 {{- range $i, $skip := $skips }}
@@ -264,7 +269,7 @@ as the server's loader would refuse it at start. */ -}}
 {{- end -}}
 {{- $_ := set $p "namespaceOverrides" $overrides -}}
 {{- $lookups := deepCopy (default dict $p.lookups) -}}
-{{- range $key := list "resourceClaims" "deviceClasses" "namespaces" "configMaps" "secrets" "nodes" "resourceSlices" "runtimeClasses" "nodePools" -}}
+{{- range $key := list "resourceClaims" "deviceClasses" "namespaces" "configMaps" "secrets" "nodes" "resourceSlices" "runtimeClasses" "nodePools" "gpuOperator" "pods" -}}
 {{- $_ := set $lookups $key (or (eq (toString (dig $key false $lookups)) "true") (eq (toString (dig $key false (default dict $v.lookups))) "true")) -}}
 {{- end -}}
 {{- $_ := set $p "lookups" $lookups -}}
@@ -286,7 +291,7 @@ as the server's loader would refuse it at start. */ -}}
 
 {{- define "gpu-admission.anyLookup" -}}
 {{- $l := include "gpu-admission.lookupsJson" . | fromJson -}}
-{{- if or $l.resourceClaims $l.deviceClasses $l.namespaces $l.configMaps $l.secrets $l.nodes $l.resourceSlices $l.runtimeClasses $l.nodePools -}}true{{- end -}}
+{{- if or $l.resourceClaims $l.deviceClasses $l.namespaces $l.configMaps $l.secrets $l.nodes $l.resourceSlices $l.runtimeClasses $l.nodePools $l.gpuOperator $l.pods -}}true{{- end -}}
 {{- end -}}
 
 {{/* Namespaces the webhooks never see: kube-system, the release namespace, the exempt ones. */}}
@@ -437,7 +442,8 @@ before meta is read, or ""). Every clause mirrors a rule's trigger (DESIGN.md se
   - a nodeSelector or required node affinity on a cohort's node label keys (cohort by selector);
   - a namespace with a configured default cohort (namespaceCohorts);
   - visible-devices variables in env, and envFrom when ConfigMap/Secret lookups can read its keys;
-  - hostPath volumes, mounts under the toolkit's device-list directory, CDI/NRI device annotations.
+  - hostPath volumes, mounts under the toolkit's device-list directory, CDI/NRI device annotations and a
+    platform's device-injection annotations (platformDeviceAnnotations).
 */}}
 {{- define "gpu-admission.celGpuRelevant" -}}
 {{- $root := .root -}}
@@ -481,7 +487,15 @@ before meta is read, or ""). Every clause mirrors a rule's trigger (DESIGN.md se
 {{- if .metaGuard -}}
 {{- $guard = printf "%s && " .metaGuard -}}
 {{- end -}}
-{{- $clauses = append $clauses (printf "(%shas(%s.annotations) && %s.annotations.exists(k, k.startsWith('cdi.k8s.io/') || k.startsWith('nvidia.cdi.k8s.io/') || k.startsWith('cdi-devices.nri.io/')))" $guard .meta .meta) -}}
+{{- $platform := list "devices.gke.io/container." -}}
+{{- if hasKey $p "platformDeviceAnnotations" -}}
+{{- $platform = default list $p.platformDeviceAnnotations -}}
+{{- end -}}
+{{- $injected := "" -}}
+{{- range $platform -}}
+{{- $injected = printf "%s || k.startsWith('%s')" $injected . -}}
+{{- end -}}
+{{- $clauses = append $clauses (printf "(%shas(%s.annotations) && %s.annotations.exists(k, k.startsWith('cdi.k8s.io/') || k.startsWith('nvidia.cdi.k8s.io/') || k.startsWith('cdi-devices.nri.io/')%s))" $guard .meta .meta $injected) -}}
 {{- if $nsCohorts -}}
 {{- $clauses = append $clauses (printf "request.namespace in %s" (include "gpu-admission.celList" $nsCohorts)) -}}
 {{- end -}}
@@ -518,5 +532,99 @@ matchConditions:
     expression: |-
       {{- .expression | nindent 6 }}
 {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The infrastructure webhook (rule allocation-owner): one allocation owner per GPU. It sees what the other
+webhooks never do, each narrowed by a matchCondition so that ordinary objects never reach it:
+  - DaemonSets in the exempt namespaces (infrastructure lives there; elsewhere the workloads webhook sees them),
+    only when a container runs an allocation owner: the nvidia-device-plugin / gpu-kubelet-plugin program in
+    its command (or the arguments of that command's shell), or, without a command, NVIDIA's device-plugin or
+    DRA-driver image (GFD and the MPS control daemon share the plugin's image and start other programs)
+    (webhook/objects/owners.py OWNER_IMAGES, OWNER_PROGRAMS; a test compares them);
+  - the GPU Operator's ClusterPolicy, GPUCluster and NVIDIADriver (where their CRDs are served);
+  - Node UPDATEs, only when a label the rule reads changes: a cohort's label keys, nvidia.com/mps.capable
+    (status updates go to nodes/status, never here; heartbeats are Leases; GFD's and NFD's own labels never
+    reach it). DeviceClasses reach the dra webhook already.
+Not rendered when the policy turns allocation-owner off.
+*/}}
+{{- define "gpu-admission.infrastructureWebhook" -}}
+{{- $p := include "gpu-admission.policyJson" . | fromJson -}}
+{{- $action := get (default dict $p.rules) "allocation-owner" -}}
+{{- if ne (toString $action) "off" -}}
+{{- $ds := "object.spec.template.spec" -}}
+{{- $names := "c.image.contains('k8s-device-plugin') || c.image.contains('k8s-dra-driver') || c.image.contains('dra-driver-nvidia-gpu')" -}}
+{{- $programs := "w.contains('nvidia-device-plugin') || w.contains('gpu-kubelet-plugin')" -}}
+{{- /* What the engine reads: the program the command starts (or a shell script names), else the image's entrypoint. */ -}}
+{{- $c := printf "(has(c.command) && (c.command.exists(w, %s) || (has(c.args) && c.args.exists(w, %s)))) || (!has(c.command) && has(c.image) && (%s))" $programs $programs $names -}}
+{{- $owner := printf "%s.containers.exists(c, %s) || (has(%s.initContainers) && %s.initContainers.exists(c, %s))" $ds $c $ds $ds $c -}}
+{{- /* The node labels the rule reads: the cohorts' label keys and the MPS label. */ -}}
+{{- $keys := list "nvidia.com/mps.capable" -}}
+{{- range $p.cohorts -}}
+{{- range $k, $_ := (default dict .nodeLabels) -}}
+{{- $keys = append $keys $k -}}
+{{- end -}}
+{{- end -}}
+{{- $watched := include "gpu-admission.celList" ($keys | uniq | sortAlpha) -}}
+- name: {{ printf "infrastructure.validate.%s" .Values.webhooks.domain }}
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  matchPolicy: Equivalent
+  failurePolicy: {{ .Values.webhooks.validating.failurePolicy }}
+  timeoutSeconds: {{ int .Values.webhooks.validating.timeoutSeconds }}
+  {{- include "gpu-admission.clientConfig" (dict "root" . "path" "/validate") | nindent 2 }}
+  {{- /* Namespaced DaemonSets: the exempt namespaces only (the workloads webhook sees the others). The
+  cluster-scoped kinds are matched whatever the namespaceSelector says. */}}
+  {{- $user := default dict .Values.webhooks.namespaceSelector }}
+  namespaceSelector:
+    {{- with $user.matchLabels }}
+    matchLabels:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values: {{ include "gpu-admission.excludedNamespacesJson" . }}
+      {{- with $user.matchExpressions }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+  {{- with .Values.webhooks.objectSelector }}
+  objectSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  rules:
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [daemonsets]
+      scope: Namespaced
+    - apiGroups: [nvidia.com]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [clusterpolicies]
+      scope: Cluster
+    - apiGroups: [nvidia.com]
+      apiVersions: [v1alpha1]
+      operations: [CREATE, UPDATE]
+      resources: [gpuclusters, nvidiadrivers]
+      scope: Cluster
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [UPDATE]
+      resources: [nodes]
+      scope: Cluster
+  matchConditions:
+    - name: daemon-sets-running-an-allocation-owner
+      expression: |-
+        request.resource.resource != 'daemonsets' || {{ $owner }}
+    - name: node-label-changes
+      expression: |-
+        request.resource.resource != 'nodes' || {{ $watched }}.exists(k, (has(oldObject.metadata.labels) && k in oldObject.metadata.labels) != (has(object.metadata.labels) && k in object.metadata.labels) || (has(oldObject.metadata.labels) && has(object.metadata.labels) && k in oldObject.metadata.labels && k in object.metadata.labels && oldObject.metadata.labels[k] != object.metadata.labels[k]))
+    {{- range .Values.webhooks.matchConditions.extra }}
+    - name: {{ .name }}
+      expression: |-
+        {{- .expression | nindent 8 }}
+    {{- end }}
 {{- end -}}
 {{- end -}}

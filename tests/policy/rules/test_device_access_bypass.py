@@ -151,6 +151,22 @@ case("device-access-bypass-privileged-cpu-pod-on-gpu-cohort",
      pod("node-tuner", pod_spec(container("tuner", sc={"privileged": True}), nodeSelector=dict(DP_NODES))),
      ("device-access-bypass", "spec.containers[0].securityContext.privileged"), cohort="device-plugin")
 
+# Class: a platform's device injection (GKE's devices.gke.io/container.<name>, as GPUDirect-TCPX manifests write it:
+# the named container requests no GPU and gets the host's GPU device nodes).
+TCPX_DEVICES = "- path: /dev/nvidia0\n- path: /dev/nvidia1\n- path: /dev/nvidiactl\n- path: /dev/nvidia-uvm\n" \
+               "- path: /dev/dmabuf_import_helper\n"
+case("device-access-bypass-gke-device-annotation-gpu-paths",
+     workload("Deployment", "tcpx-receiver", pod_spec(container("tcpx-daemon", cpu=False)),
+              annotations={"devices.gke.io/container.tcpx-daemon": TCPX_DEVICES}, namespace="net"),
+     ("device-access-bypass", 'spec.template.metadata.annotations["devices.gke.io/container.tcpx-daemon"]'),
+     cohort=None)
+case("device-access-bypass-gke-device-annotation-other-devices-pass",
+     pod("fuse-mounter", pod_spec(container("mounter")),
+         annotations={"devices.gke.io/container.mounter": "- path: /dev/fuse\n"}), cohort=None)
+case("device-access-bypass-gke-device-annotation-odd-value-pass",
+     # not a list of paths at all: nothing is read as a device
+     pod("odd", pod_spec(container("app")), annotations={"devices.gke.io/container.app": "{}"}), cohort=None)
+
 
 @pytest.mark.parametrize("row", TABLE.params)
 def test_device_access_bypass(row, evaluate, golden):

@@ -118,6 +118,48 @@ case("resource-not-offered-cel-gpu-type-in-list-pass",
            claim_template("gpu-by-cel", request("gpu", "gpu-by-cel"))], cohort="dra")
 
 
+
+# MIG slices through DRA: the profile a request selects (the driver's `profile` attribute, in CEL) must be one the
+# cohort's GPU model can host, by the cohort's profile table.
+def profile_request(name, profile, selector=None):
+    expression = selector or f"device.attributes['gpu.nvidia.com'].profile == '{profile}'"
+    return {"name": name, "exactly": {"deviceClassName": "mig.nvidia.com",
+                                      "selectors": [{"cel": {"expression": expression}}]}}
+
+
+case("resource-not-offered-dra-h200-profile-on-h200-pass",
+     claim_template("mig-slice", profile_request("mig", "1g.18gb")), policy="dra-mig-h200", cohort="dra")
+case("resource-not-offered-dra-h200-media-profile-pass",
+     claim_template("mig-slice", profile_request("mig", "1g.18gb+me")), policy="dra-mig-h200")
+case("resource-not-offered-dra-a100-profile-on-h200",
+     claim_template("mig-slice", profile_request("mig", "1g.5gb")),
+     ("resource-not-offered", "spec.spec.devices.requests[0].exactly.deviceClassName"), policy="dra-mig-h200")
+case("resource-not-offered-dra-h100-profile-on-h200",
+     resource_claim("mig-slice", profile_request("mig", "1g.10gb")),
+     ("resource-not-offered", "spec.devices.requests[0].exactly.deviceClassName"), policy="dra-mig-h200")
+case("resource-not-offered-dra-a100-profile-on-a100-pass",
+     claim_template("mig-slice", profile_request("mig", "3g.20gb")), policy="dra-demos")
+case("resource-not-offered-dra-h200-profile-on-a100",
+     pod("mig-infer", pod_spec(container("infer", claims=["mig"]), cohort="dra",
+                               claims=[template_claim("mig", "mig-slice")])),
+     ("resource-not-offered", "spec.resourceClaims[0]"),
+     docs=[claim_template("mig-slice", profile_request("mig", "7g.141gb"))], policy="dra-demos")
+# a selector that reads more than the profile (here the product name) may hold on the cohort's GPUs: not refused
+case("resource-not-offered-dra-profile-and-product-pass",
+     claim_template("mig-slice", profile_request("mig", None, selector=(
+         "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H200') && "
+         "device.attributes['gpu.nvidia.com'].profile in ['1g.18gb', '1g.5gb']"))), policy="dra-mig-h200")
+case("resource-not-offered-dra-profiles-in-list-none-hosted",
+     claim_template("mig-slice", profile_request("mig", None, selector=(
+         "device.attributes['gpu.nvidia.com'].profile in ['1g.5gb', '2g.10gb']"))),
+     ("resource-not-offered", "spec.spec.devices.requests[0].exactly.deviceClassName"), policy="dra-mig-h200")
+case("resource-not-offered-dra-first-available-profile-falls-back-pass",
+     claim_template("mig-or-gpu", {"name": "dev", "firstAvailable": [
+         {"name": "small", "deviceClassName": "mig.nvidia.com", "selectors": [
+             {"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"}}]},
+         {"name": "whole", "deviceClassName": "gpu.nvidia.com"}]}), policy="dra-mig-h200")
+
+
 @pytest.mark.parametrize("row", TABLE.params)
 def test_resource_not_offered(row, evaluate, golden):
     check_case(row, evaluate, golden)

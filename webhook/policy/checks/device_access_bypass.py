@@ -1,3 +1,5 @@
+import re
+
 from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.annotations import ANNOTATION_PREFIXES
@@ -25,6 +27,21 @@ VOLUME_FIX = T("remove the hostPath volume; GPUs come through resources.limits o
 ANNOTATION = N_("annotation {key} ({path}) asks the runtime for CDI devices")
 ANNOTATION_WHY = T("CDI/NRI device annotations inject devices without allocation")
 ANNOTATION_FIX = T("remove the annotation")
+PLATFORM = N_('annotation {key} ({path}) has the platform mount the host devices {devices} into container '
+              '"{container}"')
+PLATFORM_WHY = T("a platform's device injection hands the container GPUs outside any allocation owner")
+PLATFORM_FIX = T("remove the GPU device paths from the annotation; GPUs come through resources.limits or a "
+                 "ResourceClaim")
+_HOST_PATHS = re.compile(r"/[^\s\"',\]\}]+")
+MAX_LISTED_DEVICES = 8
+
+
+def platform_devices(value: object) -> list[str]:
+    """The GPU device paths among the host paths a platform annotation's value lists (GKE writes a YAML list of
+    `- path: /dev/nvidia0` entries), recognised as the hostPath check recognises them."""
+    if type(value) is not str:
+        return []
+    return list(dict.fromkeys(p for p in _HOST_PATHS.findall(value) if device_host_path(p)))
 
 
 def device_host_path(path: str) -> bool:
@@ -123,6 +140,22 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     annotations = view.meta.get("annotations")
     cdi = [k for k in annotations if type(k) is str and k.startswith(ANNOTATION_PREFIXES)] \
         if type(annotations) is dict else ()
+    platform = policy.platform_device_annotations
+    injected = [k for k in annotations if type(k) is str and k.startswith(platform)] \
+        if platform and annotations and type(annotations) is dict else ()
+    if injected and type(annotations) is dict:
+        for key in sorted(injected):
+            devices = platform_devices(annotations[key])
+            if not devices:
+                continue
+            prefix = next(p for p in platform if key.startswith(p))
+            path = f'{_meta_path(view)}.annotations["{key}"]'
+            shown = devices[:MAX_LISTED_DEVICES] + (["…"] if len(devices) > MAX_LISTED_DEVICES else [])
+            out.append(Finding(
+                path=path,
+                what=T(PLATFORM, key=key, path=path, devices=", ".join(shown), container=key[len(prefix):]),
+                why=PLATFORM_WHY,
+                fix=PLATFORM_FIX))
     if cdi:
         for key in sorted(cdi):
             path = f'{_meta_path(view)}.annotations["{key}"]'

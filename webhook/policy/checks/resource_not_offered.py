@@ -1,5 +1,7 @@
+import re
 from collections.abc import Iterable
 
+from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, DeviceClassInfo, Policy
 from webhook.objects.claims import DeviceRequest
 from webhook.policy.context import Context
@@ -80,20 +82,53 @@ def _device_plugin(facts: GpuFacts, cohort: Cohort, policy: Policy) -> list[Find
     return out
 
 
-def unoffered(leaves: Iterable[DeviceRequest], cohort: Cohort,
-              context: Context) -> list[tuple[DeviceRequest, DeviceClassInfo, Text]]:
-    """(leaf, DeviceClass, why) for each GPU request leaf the cohort does not offer. Of a request's
+_PROFILE_LITERAL = re.compile(r"\d+g\.\d+gb(?:\+me)?")
+_KNOWN_PROFILES = tuple(dict.fromkeys(p for table in MIG_PROFILE_TABLES.values() for p in table))
+
+
+def mig_problem(cohort: Cohort, info: DeviceClassInfo, leaf: DeviceRequest,
+                policy: Policy) -> tuple[Text, Text] | None:
+    """Why a DRA cohort's GPUs cannot host the MIG profile a request selects (by the NVIDIA driver's `profile`
+    attribute, in the request's or the class's CEL selectors); None when one profile of the cohort's table
+    may match, or when the selectors read more than the profile."""
+    if info.device_type != "mig" or not cohort.mig_profiles or cohort.mechanism != DRA:
+        return None
+    expressions = (*(info.selectors or ()), *leaf.selectors)
+    if not expressions:
+        return None
+    table = tuple(cohort.mig_profiles)
+    named = tuple(p for e in expressions for p in _PROFILE_LITERAL.findall(e))
+    others = tuple(p for p in dict.fromkeys((*named, *_KNOWN_PROFILES)) if p not in cohort.mig_profiles)
+    verdicts = policy.class_selectors.mig_profiles(info.driver or cohort.driver or "gpu.nvidia.com", expressions,
+                                                   table + others)
+    if any(v is not False for v in verdicts[:len(table)]):
+        return None
+    asked = [p for p, v in zip(others, verdicts[len(table):]) if v is True]
+    if not asked:
+        return None
+    table_text = ", ".join(f"{p}×{n}" for p, n in cohort.mig_profiles.items())
+    return (T("it selects the MIG profile {profiles}, which no GPU of the cohort's model can host (its MIG profile "
+              "table: {table})", profiles=names(asked), table=table_text),
+            T("select a profile of the cohort's table, e.g. {profile}", profile=table[0]))
+
+
+def unoffered(leaves: Iterable[DeviceRequest], cohort: Cohort, context: Context,
+              policy: Policy) -> list[tuple[DeviceRequest, DeviceClassInfo, Text, Text | None]]:
+    """(leaf, DeviceClass, why, fix or None) for each GPU request leaf the cohort does not offer. Of a request's
     firstAvailable alternatives only one has to be offered: the scheduler takes the first the node has."""
     problems = []
     offered_requests = set()
     for leaf in leaves:
         info = context.device_class(leaf.device_class)
         why = class_problem(cohort, info) if info else None
+        fix = None
+        if info is not None and why is None and (mig := mig_problem(cohort, info, leaf, policy)) is not None:
+            why, fix = mig
         if info is None or why is None:
             offered_requests.add(leaf.path.split(".firstAvailable[")[0])
         else:
-            problems.append((leaf, info, why))
-    return [(leaf, info, why) for leaf, info, why in problems
+            problems.append((leaf, info, why, fix))
+    return [(leaf, info, why, fix) for leaf, info, why, fix in problems
             if leaf.path.split(".firstAvailable[")[0] not in offered_requests]
 
 
@@ -111,15 +146,15 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
         what=T('request "{request}" asks for DeviceClass "{device_class}" ({path}) on cohort "{cohort}"',
                request=leaf.name, device_class=info.name, path=f"{leaf.path}.deviceClassName", cohort=cohort.name),
         why=why,
-        fix=T("use a DeviceClass the cohort offers, e.g. {example}", example=_example(cohort)))
-        for leaf, info, why in unoffered(facts.gpu_leaves, cohort, context)]
+        fix=fix or T("use a DeviceClass the cohort offers, e.g. {example}", example=_example(cohort)))
+        for leaf, info, why, fix in unoffered(facts.gpu_leaves, cohort, context, policy)]
 
 
 def _dra(facts: GpuFacts, cohort: Cohort, context: Context, policy: Policy) -> list[Finding]:
     out = []
     for claim in facts.gpu_claims:
         template = claim.ref_kind == "ResourceClaimTemplate"
-        for req, info, problem in unoffered(claim.gpu_requests, cohort, context):
+        for req, info, problem, fix in unoffered(claim.gpu_requests, cohort, context, policy):
             args: dict[str, Arg] = {"claim": claim.name, "path": claim.path, "ref": claim.ref_name or "",
                                     "request": req.name, "request_path": req.path, "device_class": info.name,
                                     "cohort": cohort.name}
@@ -130,7 +165,7 @@ def _dra(facts: GpuFacts, cohort: Cohort, context: Context, policy: Policy) -> l
                 T('claim "{claim}" ({path}) uses ResourceClaim "{ref}", whose request "{request}" ({request_path}) '
                   'asks for DeviceClass "{device_class}" on cohort "{cohort}"', **args),
                 why=problem,
-                fix=T("use a DeviceClass the cohort offers, e.g. {example}", example=_example(cohort))))
+                fix=fix or T("use a DeviceClass the cohort offers, e.g. {example}", example=_example(cohort))))
     for use in facts.dra_resources:
         assert use.device_class is not None  # DRA serves it
         why = class_problem(cohort, use.device_class)

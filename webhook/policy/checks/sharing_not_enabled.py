@@ -4,6 +4,7 @@ from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
 from webhook.objects.claims import ClaimSpec
 from webhook.policy.context import Context
 from webhook.policy.dra import ObjectFacts
+from webhook.policy.driver_configs import STRATEGIES
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import T, Text, names, who
 from webhook.policy.results import Finding
@@ -13,10 +14,11 @@ RULE = Rule.SHARING_NOT_ENABLED
 
 
 def claim_sharing_problems(spec: ClaimSpec, cohort: Cohort, policy: Policy) -> Iterator[tuple[str, str]]:
-    """(path, strategy) of opaque GPU configs asking for sharing that a DRA cohort does not enable."""
+    """(path, strategy) of opaque GPU configs asking for sharing that a DRA cohort does not enable. A strategy
+    the driver does not know is device-config's finding."""
     for config in spec.configs:
         strategy = config.sharing_strategy
-        if strategy and (config.driver in policy.gpu_drivers or config.driver is None) \
+        if strategy in STRATEGIES and (config.driver in policy.gpu_drivers or config.driver is None) \
                 and strategy not in cohort.sharing_strategies:
             yield config.path, strategy
 

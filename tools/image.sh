@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `make image`: builds the Dockerfile with Debian's buildah, with no image registry, and writes the image as an
+# OCI archive. Usage: tools/image.sh VERSION ARCHIVE WHEELHOUSE
+#
+# - Everything buildah keeps (layers, its state, temporary files) lives under build/containers: vfs storage and
+#   chroot isolation, so neither a kernel overlay nor a container runtime is needed, and nothing outside the
+#   repository is written.
+# - The Dockerfile's base, debian:bookworm-slim, cannot be pulled here: when missing, mmdebstrap builds Debian
+#   bookworm's minbase (slimmed as the official image is: no docs, man pages or locales) from the Debian
+#   archive and it is stored under that name, so the Dockerfile is built unchanged.
+# - pip inside the build installs from the wheelhouse (`make wheelhouse`, the lock's files checked by hash), mounted
+#   read-only at /mnt, and told so through the build stage's PIP_NO_INDEX and PIP_FIND_LINKS build arguments: a
+#   mount and arguments, never a layer. /mnt, the place for a temporary mount, is in the base image already; a
+#   mount at a new path (/wheels, /etc/pip.conf) would leave its empty mount point in a layer of the final image.
+#   A Docker build without the arguments installs from PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -eq 3 ] || { echo "usage: $0 VERSION ARCHIVE WHEELHOUSE" >&2; exit 2; }
+version=$1
+archive=$2
+wheelhouse=$(realpath "$3")
+store=$PWD/build/containers
+base=docker.io/library/debian:bookworm-slim
+# The reference inside the archive, fully qualified so that containerd (`ctr images import`) and the kubelet
+# name it the same: a pod's `image: gpu-admission:<version>` is this reference.
+name=docker.io/library/gpu-admission:$version
+# Reproducible timestamps: the last commit's time (files, layers and the image's creation date).
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
+
+for tool in buildah mmdebstrap; do
+  command -v "$tool" >/dev/null || { echo "make image: $tool is missing (Debian package $tool; .ci/run installs it)" >&2; exit 2; }
+done
+[ "$(id -u)" = 0 ] || { echo "make image: buildah's vfs storage with chroot isolation needs root" >&2; exit 2; }
+[ -d "$wheelhouse" ] || { echo "make image: no wheelhouse at $3 (make wheelhouse)" >&2; exit 2; }
+
+mkdir -p "$store/tmp"
+# buildah's own configuration, not the host's: accept local images unsigned, resolve short names on docker.io.
+printf '{"default": [{"type": "insecureAcceptAnything"}]}\n' > "$store/policy.json"
+printf 'unqualified-search-registries = ["docker.io"]\nshort-name-mode = "permissive"\n' > "$store/registries.conf"
+export TMPDIR=$store/tmp CONTAINERS_REGISTRIES_CONF=$store/registries.conf BUILDAH_ISOLATION=chroot
+bah() { buildah --root "$store/storage" --runroot "$store/run" --storage-driver vfs "$@"; }
+
+if ! bah inspect --type image "$base" >/dev/null 2>&1; then
+  rootfs=$store/debian-bookworm-slim.tar
+  if [ ! -s "$rootfs" ]; then
+    echo "make image: building $base with mmdebstrap (Debian bookworm minbase from deb.debian.org)" >&2
+    # apt as in the official image: no package files or caches kept after an install, compressed lists.
+    export APT_SLIM='DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+Acquire::GzipIndexes "true";
+Acquire::Languages "none";
+Apt::AutoRemove::SuggestsImportant "false";'
+    # (With no pkgcache configured, mmdebstrap's own cleanup no longer finds the caches apt wrote: removed here.)
+    # The host's resolv.conf and hostname that mmdebstrap copies in stay out. The apt sources are the official image's (bookworm, its updates, its security archive), over http.
+    SOURCE_DATE_EPOCH=$epoch mmdebstrap --quiet --variant=minbase --mode=root --format=tar \
+      --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+      --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+      --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+      --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
+      --customize-hook='rm -f "$1/etc/resolv.conf" "$1/etc/hostname"' \
+      --customize-hook='printf "%s\n" "$APT_SLIM" > "$1/etc/apt/apt.conf.d/docker-clean"; rm -f "$1"/var/cache/apt/*.bin' \
+      bookworm "$rootfs.part" \
+      "deb http://deb.debian.org/debian bookworm main" \
+      "deb http://deb.debian.org/debian bookworm-updates main" \
+      "deb http://deb.debian.org/debian-security bookworm-security main" >&2 \
+      || { echo "make image: mmdebstrap could not build Debian bookworm from http://deb.debian.org" >&2; exit 1; }
+    mv "$rootfs.part" "$rootfs"
+  fi
+  container=$(bah from --signature-policy "$store/policy.json" scratch)
+  bah add --quiet "$container" "$rootfs" / >/dev/null
+  bah config --os linux --arch amd64 --cmd bash \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$container"
+  bah commit --quiet --timestamp "$epoch" --identity-label=false "$container" "$base" >/dev/null
+  bah rm "$container" >/dev/null
+fi
+
+# --layers: a rebuild reuses every step whose inputs did not change (the apt steps, the lock's install).
+bah bud --quiet --signature-policy "$store/policy.json" --pull=false --layers --timestamp "$epoch" \
+  --identity-label=false --volume "$wheelhouse:/mnt:ro" --build-arg PIP_NO_INDEX=1 --build-arg PIP_FIND_LINKS=/mnt \
+  --file Dockerfile --tag "$name" . >/dev/null
+mkdir -p "$(dirname "$archive")"
+rm -f "$archive"
+bah push --quiet --signature-policy "$store/policy.json" "$name" "oci-archive:$archive:$name"
+echo "$archive"

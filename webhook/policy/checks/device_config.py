@@ -1,0 +1,102 @@
+"""device-config: the opaque configs of the NVIDIA DRA drivers in a ResourceClaim or ResourceClaimTemplate, read
+as the drivers read them (webhook/policy/driver_configs.py), and matched to the claim's requests as the
+kubelet plugins match them (kubernetes-sigs/dra-driver-nvidia-gpu, cmd/gpu-kubelet-plugin/device_state.go:
+getConfigResultsMap, validateDeviceConfigType; cmd/compute-domain-kubelet-plugin/device_state.go): a config
+naming a request applies to it and must be of its device type; one naming none applies to every device of
+its own type. Configs of other drivers are theirs: never read."""
+from __future__ import annotations
+
+from webhook.config.model import Policy
+from webhook.objects.claims import ClaimSpec, DeviceRequest
+from webhook.policy.context import Context
+from webhook.policy.dra import ObjectFacts
+from webhook.policy.driver_configs import DEVICE_TYPE_KIND, DRIVER_KINDS, KIND_DEVICE_TYPE, read
+from webhook.policy.messages import T, names, quoted
+from webhook.policy.results import Finding
+from webhook.rules import Rule
+
+RULE = Rule.DEVICE_CONFIG
+
+
+def _requests(spec: ClaimSpec) -> dict[str, tuple[DeviceRequest, ...]]:
+    """Every name a config's `requests` may give: a request, or `<request>/<alternative>` of a firstAvailable
+    one, with the device requests it stands for (a firstAvailable request: its alternatives)."""
+    out: dict[str, tuple[DeviceRequest, ...]] = {}
+    for req in spec.requests:
+        out[req.name] = req.leaves()
+        for alt in req.alternatives:
+            out[f"{req.name}/{alt.name}"] = (alt,)
+    return out
+
+
+def _device_type(leaf: DeviceRequest, driver: str, context: Context) -> str | None:
+    """The device type the request's DeviceClass selects from `driver`; None when it is another driver's or
+    not known."""
+    info = context.device_class(leaf.device_class)
+    if info is None or info.driver != driver:
+        return None
+    return info.device_type
+
+
+def _devices(leaves: list[DeviceRequest]) -> int | None:
+    """How many devices the requests allocate, where each says it exactly."""
+    total = 0
+    for leaf in leaves:
+        if leaf.allocation_mode != "ExactCount" or leaf.alternatives:
+            return None
+        total += leaf.count
+    return total
+
+
+def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[Finding]:
+    spec = facts.claim
+    if spec is None or not spec.configs:
+        return []
+    by_name = _requests(spec)
+    out: list[Finding] = []
+    for config in spec.configs:
+        driver = config.driver
+        if driver is None or driver not in DRIVER_KINDS:
+            continue
+        # the device requests the config applies to, as the plugin picks them
+        named: list[DeviceRequest] = []
+        for i, name in enumerate(config.requests):
+            path = f"{config.base}.requests[{i}]"
+            if name not in by_name:
+                out.append(Finding(
+                    path=path,
+                    what=T('{path} names request "{request}", which the claim does not have', path=path,
+                           request=name),
+                    why=T("a config applies only to requests of its own claim"),
+                    fix=T("name one of {requests}", requests=names(quoted(by_name))) if by_name else
+                    T("remove the config's requests")))
+            else:
+                named.extend(by_name[name])
+        kind = config.parameters.get("kind") if type(config.parameters) is dict else None
+        wanted = KIND_DEVICE_TYPE.get(kind) if type(kind) is str else None
+        if config.requests:
+            covered = named
+        else:
+            covered = [leaf for req in spec.requests for leaf in req.leaves()
+                       if wanted is not None and _device_type(leaf, driver, context) == wanted]
+        _, problems = read(config.parameters, config.base, driver, _devices(covered) if covered else None)
+        out.extend(Finding(path=p.path, what=p.what, why=p.why, fix=p.fix) for p in problems)
+        if wanted is None or kind not in DRIVER_KINDS[driver]:
+            continue
+        for i, name in enumerate(config.requests):
+            for leaf in by_name.get(name, ()):
+                found = _device_type(leaf, driver, context)
+                if found is None or found == wanted or found not in DEVICE_TYPE_KIND:
+                    continue
+                path = f"{config.base}.requests[{i}]"
+                out.append(Finding(
+                    path=path,
+                    what=T('{kind} ({path}) applies to request "{request}", whose DeviceClass "{device_class}" '
+                           "gives {type} devices", kind=kind, path=path, request=leaf.name,
+                           device_class=leaf.device_class or "", type=found),
+                    why=T("the driver applies {kind} only to {wanted} devices and fails the claim on the node",
+                          kind=kind, wanted=wanted),
+                    fix=T("use {right} for that request, or name a request of {wanted} devices",
+                          right=DEVICE_TYPE_KIND[found], wanted=wanted)))
+                break
+    return out

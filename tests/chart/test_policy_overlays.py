@@ -61,7 +61,7 @@ def _normalised_cli(document: dict) -> dict:
     out = dict(document, serviceNamespace=NAMESPACE, exemptNamespaces=document.get("exemptNamespaces") or [])
     lookups = dict(document.get("lookups") or {})
     for key in ("resourceClaims", "deviceClasses", "namespaces", "configMaps", "secrets", "nodes", "resourceSlices",
-                "gpuOperator", "pods"):
+                "runtimeClasses", "nodePools", "gpuOperator", "pods"):
         lookups[key] = lookups.get(key) is True
     out["lookups"] = lookups
     out["rules"] = {k: ("off" if v is False else v) for k, v in (document.get("rules") or {}).items()}

@@ -17,7 +17,9 @@ LOOKUP_RESOURCES = {
     "configMaps": {("", "configmaps")},
     "secrets": {("", "secrets")},
     "nodes": {("", "nodes")},
-    "resourceSlices": {("resource.k8s.io", "resourceslices")},
+    "resourceSlices": {("resource.k8s.io", "resourceslices"), ("resource.k8s.io", "devicetaintrules")},
+    "runtimeClasses": {("node.k8s.io", "runtimeclasses")},
+    "nodePools": {("karpenter.sh", "nodepools"), ("cluster.x-k8s.io", "machinedeployments")},
 }
 
 
@@ -56,6 +58,8 @@ def _grants(role: dict) -> dict[tuple[str, str], set[str]]:
     pytest.param(("nodes",), id="nodes"),
     pytest.param(("resourceSlices",), id="resource-slices"),
     pytest.param(("nodes", "resourceSlices"), id="capacity"),
+    pytest.param(("runtimeClasses",), id="runtime-classes"),
+    pytest.param(("nodePools",), id="node-pools"),
     pytest.param(("resourceClaims", "deviceClasses", "configMaps"), id="claims-classes-config-maps"),
     pytest.param(tuple(LOOKUP_RESOURCES), id="all"),
 ])

@@ -300,6 +300,9 @@ POLICIES = {
     # MIG mixed with the 1g.5gb slices time-sliced (renamed): exclusive and shared forms on one cohort
     "mig-mixed-shared": _policy(device_plugin={"migStrategy": "mixed", "mig": {"model": "A100-40GB"}, "timeSlicing": {
         "renameByDefault": True, "resources": [{"name": "nvidia.com/mig-1g.5gb", "replicas": 2}]}}),
+    # the device-plugin cohort's nodes come from an autoscaler, 8 GPUs at most per node; the DRA cohort's too
+    "autoscaled": _policy(device_plugin={"autoscaling": {"allocatable": {"nvidia.com/gpu": 8}}},
+                          dra={"autoscaling": {}}),
     "dra-sharing": _policy(dra={"sharingStrategies": ["TimeSlicing"], "adminAccessNamespaces": ["gpu-debug"]}),
     "dra-classes": _policy(dra={"deviceClasses": ["hybrid-large-gpu"], "maxDevicesPerClaim": 2}),
     # what the NVIDIA DRA driver's quickstart demos use: full GPUs, MIG slices of an A100 40GB, VFIO passthrough,

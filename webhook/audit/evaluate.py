@@ -69,6 +69,9 @@ class ListedOrCluster:
     def inventory(self) -> Inventory | None:
         return self._cluster.inventory()
 
+    def runtime_classes(self) -> Lookup:
+        return self._cluster.runtime_classes()
+
     def operator_objects(self, plural: str) -> Lookup:
         # listed with the rest where the CRDs are served; a kind that could not be listed is unknown
         failed = self._miss(plural, None)

@@ -11,6 +11,7 @@ from webhook.audit import cohorts
 from webhook.audit.apply import apply_reports, not_served, owner_reference
 from webhook.audit.evaluate import Audited, cluster_lookups, evaluate_listing
 from webhook.audit.listing import ListFailure, list_cluster
+from webhook.audit.pending import Pending, list_capacity, missing_runtime_classes, pending_gpu_pods
 from webhook.audit.policyreport import OPENREPORTS, WGPOLICY, build_reports
 from webhook.audit.progress import Progress
 from webhook.audit.table import render_table
@@ -30,6 +31,7 @@ from webhook.lookups.apiserver import ApiError
 from webhook.lookups.cluster import ClusterResolver
 from webhook.lookups.kubeconfig import ClusterConfigError, load_api_client
 from webhook.lookups.resources import NODES, RESOURCE_SLICES
+from webhook.policy.explain import explanation_dict, render_text
 from webhook.policy.messages import T, line, render
 from webhook.rules import Action, Rule
 from webhook.text import columns
@@ -95,6 +97,30 @@ def _failure_dict(f: ListFailure, source: dict) -> dict:
     return {"kind": f.resource.kind, "namespace": f.namespace or "", "name": "",
             "source": {**source, "resource": f.resource.qualified}, "allowed": None, "violations": [],
             "patch": [], "error": f.reason}
+
+
+def _runtime_text(name: str, cohort: str):
+    return T('RuntimeClass "{runtime}" of cohort "{cohort}" does not exist in the cluster: default-runtime-class '
+             'does not set it (with RuntimeClass lookups on) and pods that name it are refused; create it, or set '
+             "the cohort's runtimeClassName to one that exists", runtime=name, cohort=cohort)
+
+
+def _runtime_dict(name: str, cohort: str, source: dict, language: str) -> dict:
+    """A missing RuntimeClass, in the shape of a result (so consumers iterate one list)."""
+    return {"kind": "RuntimeClass", "namespace": "", "name": name, "source": source, "allowed": None,
+            "violations": [{"rule": "default-runtime-class", "action": "warn", "path": "metadata.name",
+                            "message": render(_runtime_text(name, cohort), language)}], "patch": []}
+
+
+def _cluster_notes(pending: list[Pending], runtime: list[tuple[str, str]], language: str) -> str:
+    """The Pending GPU pods with their explanations, and missing RuntimeClasses, after the findings' table."""
+    out = []
+    for name, cohort in runtime:
+        out.append("\n" + render(_runtime_text(name, cohort), language))
+    if pending:
+        out.append("\n" + render(T("Pending GPU pods ({count}):", count=len(pending)), language))
+        out.extend(render_text(p.explanation, language) for p in pending)
+    return "\n".join(out) + ("\n" if out else "")
 
 
 def _policy_reports(args, client, audited, listing, namespaces, language="en") -> bool:
@@ -205,6 +231,12 @@ def run(args) -> int:
             if isinstance(lookups, ClusterResolver):
                 lookups.close()
         progress.finish()
+        capacity = list_capacity(client, listing, policy, chunk_size=args.chunk_size, timeout=args.request_timeout)
+        for f in capacity.failures:
+            if f.resource.plural in ("nodes", "resourceslices"):
+                warn(f"cannot list {f.where}: {f.reason} (Pending GPU pods are explained without them)")
+        pending = pending_gpu_pods(listing, capacity, policy)
+        runtime = missing_runtime_classes(capacity, policy)
         report = None
         if not namespaces:
             report, node_failures = _cohort_report(client, policy, args)
@@ -225,12 +257,18 @@ def run(args) -> int:
                 for v in r["violations"]:
                     v["line"] = None
             results += [_failure_dict(f, source) for f in listing.failures]
+            explained = {(p.namespace, p.name): explanation_dict(p.explanation, policy.language) for p in pending}
+            for r in results:
+                if r["kind"] == "Pod" and (r["namespace"], r["name"]) in explained:
+                    r["explain"] = explained[(r["namespace"], r["name"])]
+            results += [_runtime_dict(name, cohort, source, policy.language) for name, cohort in runtime]
             results += [{"kind": "Cohort", "namespace": "", "name": name, "source": {**source, "resource": "policy"},
                          "allowed": True, "violations": [v], "patch": []} for name, v in empty]
             json.dump(results, sys.stdout, indent=2, ensure_ascii=False)
             sys.stdout.write("\n")
         elif args.output == "table":
             print(render_table(audited, listing.failures, policy.language))
+            print(_cluster_notes(pending, runtime, policy.language), end="")
             if report is not None and report.nodes:
                 print(_cohort_table(report, empty, policy.language))
         elif args.output not in REPORTS:

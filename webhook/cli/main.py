@@ -11,7 +11,7 @@ import sys
 
 from webhook.version import package_version
 
-COMMANDS = ("check", "mutate", "test", "audit", "export", "serve", "certs", "host", "version")
+COMMANDS = ("check", "mutate", "test", "audit", "explain", "export", "serve", "certs", "host", "version")
 EXIT_CLOSED_STDOUT = 128 + 13  # the shell's status for a command that SIGPIPE ended
 EXIT_ERROR = 2
 # `pip install gpu-admission` is the CLI over manifests; these packages come with an extra (pyproject.toml).

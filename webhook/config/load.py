@@ -292,6 +292,7 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
     if not labels:
         f.error("nodeLabels", "must select the cohort's nodes with at least one label")
     tolerations = tuple(t for p, d in f.mappings("tolerations") if (t := _toleration(d, p, errors)))
+    autoscaling = f.get("autoscaling", dict)
 
     # `mig` (the GPU model's profile table) is both mechanisms': the device plugin advertises its profiles, the DRA
     # driver publishes MIG devices of them
@@ -328,6 +329,9 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
         kwargs["sharing_strategies"] = f.strings("sharingStrategies", _one_of(DRA_SHARING))
         kwargs["admin_access_namespaces"] = f.strings("adminAccessNamespaces", _pattern(_DNS_LABEL, "namespace"))
         kwargs["mig_profiles"] = MappingProxyType(_mig_profiles(f, errors))
+    if autoscaling is not None:
+        kwargs["autoscaled"] = True
+        kwargs["autoscaled_allocatable"] = MappingProxyType(_autoscaling(autoscaling, f.sub("autoscaling"), errors))
     f.done()
     if len(errors) > start or not name or not mechanism:
         return None
@@ -339,6 +343,21 @@ def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
         tolerations=tolerations,
         **kwargs,
     )
+
+
+def _autoscaling(data: dict, path: str, errors: list[str]) -> dict[str, float]:
+    """`autoscaling.allocatable`: the most of each extended resource one node the autoscaler adds can have."""
+    f = _Fields(data, path, errors)
+    out: dict[str, float] = {}
+    for key, value in f.get("allocatable", dict, {}).items():
+        if not isinstance(key, str) or not _RESOURCE_NAME.match(key):
+            errors.append(f"{f.sub('allocatable')}: {key!r} is not an extended resource name")
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            errors.append(f"{f.sub('allocatable')}.{key}: must be a count >= 0")
+        else:
+            out[key] = float(value)
+    f.done()
+    return out
 
 
 def _security(data: Any, errors: list[str]) -> SecurityDefaults:
@@ -414,6 +433,8 @@ def _lookups(data: Any, errors: list[str]) -> Lookups:
         secrets=f.get("secrets", bool, False),
         nodes=f.get("nodes", bool, False),
         resource_slices=f.get("resourceSlices", bool, False),
+        runtime_classes=f.get("runtimeClasses", bool, False),
+        node_pools=f.get("nodePools", bool, False),
         gpu_operator=f.get("gpuOperator", bool, False),
         pods=f.get("pods", bool, False),
         timeout_seconds=f.get("timeoutSeconds", float, 1.0,

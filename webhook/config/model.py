@@ -102,6 +102,10 @@ class Cohort:
     max_devices_per_claim: int = 8
     sharing_strategies: tuple[str, ...] = ()
     admin_access_namespaces: tuple[str, ...] = ()
+    # an autoscaler adds the cohort's nodes (scale from zero): no node is no verdict; `autoscaled_allocatable`
+    # is the most of each resource one node it adds can have (a resource not named there: not known)
+    autoscaled: bool = False
+    autoscaled_allocatable: Mapping[str, float] = field(default_factory=lambda: EMPTY)
 
     # derived once (read on every admission request): see __post_init__
     _shared: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
@@ -171,14 +175,17 @@ class Lookups:
     secrets: bool = False
     timeout_seconds: float = 1.0
     nodes: bool = False  # labels, taints and allocatable of every Node (unsatisfiable-request)
-    resource_slices: bool = False  # the devices ResourceSlices publish (unsatisfiable-request)
+    resource_slices: bool = False  # the devices ResourceSlices publish, and DeviceTaintRules (unsatisfiable-request)
+    runtime_classes: bool = False  # which RuntimeClasses exist (default-runtime-class injects only those)
+    node_pools: bool = False  # Karpenter NodePools and Cluster API node groups: which cohorts are autoscaled
     gpu_operator: bool = False  # ClusterPolicies, GPUClusters, NVIDIADrivers (allocation-owner)
     pods: bool = False  # the pods bound to a node whose cohort labels change (allocation-owner)
 
     @property
     def any(self) -> bool:
         return (self.resource_claims or self.device_classes or self.namespaces or self.config_maps or self.secrets
-                or self.nodes or self.resource_slices or self.gpu_operator or self.pods)
+                or self.nodes or self.resource_slices or self.runtime_classes or self.node_pools
+                or self.gpu_operator or self.pods)
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,12 +79,15 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
         listed = None  # the config's classes are all there is
     # The cluster's capacity matters only to a pod asking for extended resources or claims.
     inventory = resolver.inventory() if (extended_wanted or claims) else None
+    # Which RuntimeClasses exist matters only to a pod that default-runtime-class may give one.
+    runtime = resolver.runtime_classes() if extended_wanted else None
+    runtime_classes = runtime.value if runtime is not None and runtime.found else None
     if not (claims or class_names or env_sources or listed or labels):
         # The request's user matters only to the policy's exceptions.
-        if inventory is None and not operator and (not user or not policy.exceptions):
+        if inventory is None and runtime_classes is None and not operator and (not user or not policy.exceptions):
             return base
         return Context(classes=base.classes, extended=base.extended, user=user or base.user, inventory=inventory,
-                       operator=MappingProxyType(dict(operator)))
+                       runtime_classes=runtime_classes, operator=MappingProxyType(dict(operator)))
     misses: dict[str, str] = {}
     classes = classes_from_objects(policy, listed.value, misses) if listed else dict(base.classes)
     for name in sorted(class_names):
@@ -108,6 +111,7 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
         env_sources=MappingProxyType(env_sources),
         user=user or base.user,
         inventory=inventory,
+        runtime_classes=runtime_classes,
         operator=MappingProxyType(dict(operator)),
     )
 

@@ -40,6 +40,9 @@ class NoLookups:
     def inventory(self) -> Inventory | None:
         return None
 
+    def runtime_classes(self) -> Lookup:
+        return self._miss
+
     def operator_objects(self, plural: str) -> Lookup:
         return self._miss
 

@@ -10,7 +10,8 @@ from webhook.objects.inventory import Inventory
 from webhook.objects.lookup import Lookup, Resolver
 
 _OPERATOR = {"ClusterPolicy": "clusterpolicies", "GPUCluster": "gpuclusters", "NVIDIADriver": "nvidiadrivers"}
-_CLUSTER_SCOPED = frozenset({"DeviceClass", "Namespace", "Node", "ResourceSlice", *_OPERATOR})
+_CLUSTER_SCOPED = frozenset({"DeviceClass", "Namespace", "Node", "ResourceSlice", "DeviceTaintRule", "NodePool",
+                             "RuntimeClass", *_OPERATOR})
 
 
 class BundleResolver:
@@ -20,6 +21,9 @@ class BundleResolver:
         self._classes: list[dict] = []
         self._nodes: list[dict] = []
         self._slices: list[dict] = []
+        self._rules: list[dict] = []
+        self._pools: list[dict] = []
+        self._runtime_classes: set[str] = set()
         self._operator: dict[str, list[dict]] = {}  # plural -> the GPU Operator's objects given
         self._pods: dict[str, list[dict]] = {}  # node name -> the pods given that are bound to it
         self._inventory: tuple[Inventory | None, Inventory | None] | None = None  # (fallback's, built)
@@ -39,6 +43,12 @@ class BundleResolver:
                 self._nodes.append(doc)
             elif kind == "ResourceSlice":
                 self._slices.append(doc)
+            elif kind == "DeviceTaintRule":
+                self._rules.append(doc)
+            elif kind in ("NodePool", "MachineDeployment"):
+                self._pools.append(doc)
+            elif kind == "RuntimeClass":
+                self._runtime_classes.add(name)
             elif kind in _OPERATOR and (as_str(doc.get("apiVersion")) or "").startswith("nvidia.com/"):
                 self._operator.setdefault(_OPERATOR[kind], []).append(doc)
             elif kind == "Pod":
@@ -73,16 +83,25 @@ class BundleResolver:
         kept = self._inventory
         if kept is not None and kept[0] is fallback:
             return kept[1]
-        if not self._nodes and not self._slices:
+        if not self._nodes and not self._slices and not self._pools:
             built = fallback
         else:
             nodes = inventory.build(self._nodes, None).nodes if self._nodes else (fallback.nodes if fallback else None)
-            devices = inventory.build(None, self._slices).devices if self._slices else \
-                (fallback.devices if fallback else None)
-            built = Inventory(nodes, devices)
+            given = inventory.build(None, self._slices, rules=self._rules,
+                                    pools=self._pools if self._pools else None)
+            devices = given.devices if self._slices else (fallback.devices if fallback else None)
+            built = Inventory(nodes, devices, counters=given.counters if self._slices else
+                              (fallback.counters if fallback else {}),
+                              pools=given.pools if self._pools else (fallback.pools if fallback else None))
         self._inventory = (fallback, built)
         return built
 
+    def runtime_classes(self) -> Lookup:
+        """The given RuntimeClasses, with the fallback's (a snapshot that lists none says nothing of them)."""
+        found = self._fallback.runtime_classes()
+        if not self._runtime_classes:
+            return found
+        return Lookup.hit(frozenset(self._runtime_classes) | (found.value if found.found else frozenset()))
     def operator_objects(self, plural: str) -> Lookup:
         """The given objects of that kind, beside the fallback's (a cluster's, for `audit`)."""
         given = self._operator.get(plural)

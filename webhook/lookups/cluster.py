@@ -33,14 +33,18 @@ from webhook.lookups.resources import (
     CLUSTER_POLICIES,
     CONFIG_MAPS,
     DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
     GPU_CLUSTERS,
+    MACHINE_DEPLOYMENTS,
     NAMESPACES,
+    NODE_POOLS,
     NODES,
     NVIDIA_DRIVERS,
     PODS,
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    RUNTIME_CLASSES,
     SECRETS,
     ApiResource,
 )
@@ -69,6 +73,20 @@ def _slice_spec(obj: dict) -> dict:
     return {"spec": _mapping(obj.get("spec"))}  # devices, driver, node: all the capacity snapshot reads
 
 
+def _name(obj: dict) -> str:
+    return str(_mapping(obj.get("metadata")).get("name") or "")
+
+
+def _pool(kind: str) -> Callable[[dict], dict]:
+    """What a node pool's reading needs: its kind (a list's items carry none), name, annotations, the spec
+    (template, requirements, limits)."""
+    def keep(obj: dict) -> dict:
+        meta = _mapping(obj.get("metadata"))
+        return {"kind": kind, "metadata": {"name": meta.get("name"), "annotations": meta.get("annotations")},
+                "spec": _mapping(obj.get("spec"))}
+    return keep
+
+
 def _mapping(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -78,6 +96,7 @@ class _Kind:
     resource: ApiResource
     switch: str  # the `Lookups` field that enables it
     transform: Callable[[dict], Any]
+    optional: bool = False  # the cluster may not serve it: not served reads as none of them
 
 
 KINDS = {
@@ -91,6 +110,10 @@ KINDS = {
         _Kind(SECRETS, "secrets", _secret_keys),
         _Kind(NODES, "nodes", node_summary),
         _Kind(RESOURCE_SLICES, "resource_slices", _slice_spec),
+        _Kind(DEVICE_TAINT_RULES, "resource_slices", _slice_spec, optional=True),
+        _Kind(RUNTIME_CLASSES, "runtime_classes", _name),
+        _Kind(NODE_POOLS, "node_pools", _pool("NodePool"), optional=True),
+        _Kind(MACHINE_DEPLOYMENTS, "node_pools", _pool("MachineDeployment"), optional=True),
         _Kind(CLUSTER_POLICIES, "gpu_operator", _whole),
         _Kind(GPU_CLUSTERS, "gpu_operator", _whole),
         _Kind(NVIDIA_DRIVERS, "gpu_operator", _whole),
@@ -159,13 +182,14 @@ class ClusterResolver:
         self._off: dict[str, Lookup] = {}
         for plural, kind in KINDS.items():
             if getattr(policy_lookups, kind.switch):
-                informer = Informer(api_client, kind.resource, transform=kind.transform, settings=settings)
+                informer = Informer(api_client, kind.resource, transform=kind.transform, settings=settings,
+                                    optional=kind.optional)
                 self._slots[plural] = _Slot(kind, informer)
             else:
                 self._off[plural] = Lookup.miss(f"lookups of {plural} are off")
         self._unreachable: tuple[float, str] | None = None  # (until, reason) after a transport failure
         self._class_list: tuple[int, Lookup] | None = None
-        self._inventory: tuple[tuple[int, int], Inventory | None] | None = None
+        self._inventory: tuple[tuple[int, ...], Inventory | None] | None = None
         self._operator: dict[str, tuple[int, Lookup]] = {}
         self._pods = policy_lookups.pods
         if start:
@@ -248,22 +272,41 @@ class ClusterResolver:
             for item in page.get("items") or () if isinstance(item, dict)
         ))
 
+    def _synced(self, plural: str) -> Informer | None:
+        slot = self._slots.get(plural)
+        return slot.informer if slot is not None and slot.informer.synced.is_set() else None
+
     def inventory(self) -> Inventory | None:
-        """The Nodes' and ResourceSlices' snapshot, rebuilt only when a cache changed (the informers'
-        generations); a kind that is off, or whose cache has not listed yet, is unknown (None in it)."""
-        node_slot, slice_slot = self._slots.get("nodes"), self._slots.get("resourceslices")
-        if node_slot is None and slice_slot is None:
+        """The Nodes' and ResourceSlices' snapshot (with DeviceTaintRules and the autoscalers' pools), rebuilt
+        only when a cache changed (the informers' generations); a kind that is off, or whose cache has not
+        listed yet, is unknown (None in it). A kind the cluster does not serve (DeviceTaintRules without the
+        alpha gate, NodePools without Karpenter) has no objects."""
+        if "nodes" not in self._slots and "resourceslices" not in self._slots:
             return None
-        nodes = node_slot.informer if node_slot is not None and node_slot.informer.synced.is_set() else None
-        slices = slice_slot.informer if slice_slot is not None and slice_slot.informer.synced.is_set() else None
-        key = (nodes.generation if nodes else -1, slices.generation if slices else -1)
+        nodes, slices = self._synced("nodes"), self._synced("resourceslices")
+        extra = [self._synced(p) for p in ("devicetaintrules", "nodepools", "machinedeployments")]
+        key = tuple(i.generation if i else -1 for i in (nodes, slices, *extra))
         cached = self._inventory
         if cached is not None and cached[0] == key:
             return cached[1]
+        rules, pools, groups = extra
+        pooled = None if "nodepools" not in self._slots else [*(pools.values() if pools else ()),
+                                                              *(groups.values() if groups else ())]
         built = None if nodes is None and slices is None else inventory.build(
-            nodes.values() if nodes else None, slices.values() if slices else None)
+            nodes.values() if nodes else None, slices.values() if slices else None,
+            rules=rules.values() if rules else (), pools=pooled)
         self._inventory = (key, built)
         return built
+
+    def runtime_classes(self) -> Lookup:
+        """The names of every RuntimeClass, once the cache has listed them."""
+        slot = self._slots.get("runtimeclasses")
+        if slot is None:
+            return self._off["runtimeclasses"]
+        if not slot.informer.synced.is_set():
+            listed = slot.informer.last_error
+            return Lookup.miss(listed.describe() if listed is not None else "the RuntimeClass cache has not listed yet")
+        return Lookup.hit(frozenset(slot.informer.values()))
 
     def operator_objects(self, plural: str) -> Lookup:
         """Every object of one of the GPU Operator's kinds: from the cache once synced; before that, one bounded

@@ -20,6 +20,9 @@ from webhook.lookups.resources import ApiResource
 Key = tuple[str, str]  # (namespace or "" when cluster-scoped, name)
 
 
+_UNSERVED_RELIST = 300.0  # seconds between lists of an optional kind the cluster does not serve
+
+
 @dataclass(frozen=True, slots=True)
 class InformerSettings:
     page_size: int = 500
@@ -51,8 +54,12 @@ def object_key(obj: dict) -> Key:
 
 class Informer:
     def __init__(self, api_client: ApiClient, resource: ApiResource, *, transform: Callable[[dict], Any],
-                 settings: InformerSettings = InformerSettings(), rng: random.Random | None = None):
+                 settings: InformerSettings = InformerSettings(), rng: random.Random | None = None,
+                 optional: bool = False):
         self.resource = resource
+        # a kind the cluster may not serve (an alpha API, a CRD of a tool not installed): not served is an
+        # empty, synced cache, listed again now and then in case it comes
+        self._optional = optional
         self._api = api_client
         self._transform = transform  # what is kept per object; runs before anything is stored
         self._settings = settings
@@ -113,6 +120,11 @@ class Informer:
                 if self._stop.is_set():
                     return
                 err = exc if isinstance(exc, ApiError) else ApiError(None, f"informer error: {exc!r}")
+                if self._optional and must_list and err.status == 404:
+                    self._store = {}
+                    self.synced.set()
+                    self._stop.wait(_UNSERVED_RELIST)
+                    continue
                 if err.gone and attempt == 0:
                     must_list = True  # compacted: re-list at once; a second 410 in a row backs off
                     attempt = 1

@@ -48,7 +48,15 @@ CONFIG_MAPS = ApiResource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 SECRETS = ApiResource("", "v1", "secrets", "Secret", namespaced=True)
 NODES = ApiResource("", "v1", "nodes", "Node", namespaced=False)
 RESOURCE_SLICES = ApiResource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False)
+# alpha in 1.34 (the DRADeviceTaints gate): a cluster that does not serve it has no such rules
+DEVICE_TAINT_RULES = ApiResource("resource.k8s.io", "v1alpha3", "devicetaintrules", "DeviceTaintRule",
+                                 namespaced=False)
+RUNTIME_CLASSES = ApiResource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", namespaced=False)
+NODE_POOLS = ApiResource("karpenter.sh", "v1", "nodepools", "NodePool", namespaced=False)
+MACHINE_DEPLOYMENTS = ApiResource("cluster.x-k8s.io", "v1beta1", "machinedeployments", "MachineDeployment",
+                                  namespaced=True)
 PODS = ApiResource("", "v1", "pods", "Pod", namespaced=True)
+EVENTS = ApiResource("", "v1", "events", "Event", namespaced=True)
 # The GPU Operator's objects (its CRDs, where installed), at the versions Operator 26.7 serves.
 CLUSTER_POLICIES = ApiResource("nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", namespaced=False)
 GPU_CLUSTERS = ApiResource("nvidia.com", "v1alpha1", "gpuclusters", "GPUCluster", namespaced=False)

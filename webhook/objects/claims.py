@@ -25,6 +25,8 @@ class DeviceRequest:
     has_shape: bool  # v1/v1beta2: has exactly or firstAvailable; always True for the beta1 shape
     alternatives: tuple[DeviceRequest, ...] = ()
     selectors: tuple[str, ...] = ()  # the request's own CEL selector expressions
+    tolerations: tuple[Mapping[str, Any], ...] = ()  # of device taints
+    capacity: tuple[tuple[str, str], ...] = ()  # capacity.requests: (name, quantity) each device must have
 
     def leaves(self) -> tuple[DeviceRequest, ...]:
         """The device requests that can be allocated: the request itself, or each firstAvailable entry."""
@@ -74,6 +76,10 @@ def _request(raw: Mapping[str, Any], path: str, beta1: bool, subrequest: bool = 
         has_shape=beta1 or type(exactly) is dict or bool(first),
         alternatives=alternatives,
         selectors=selector_texts({"spec": body}),
+        tolerations=tuple(t for t in as_list(body.get("tolerations")) if type(t) is dict),
+        capacity=tuple((k, v if type(v) is str else str(v)) for k, v in
+                       as_dict(as_dict(body.get("capacity")).get("requests")).items()
+                       if type(k) is str and type(v) in (str, int, float)),
     )
 
 

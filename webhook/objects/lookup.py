@@ -45,6 +45,9 @@ class Resolver(Protocol):
     # The Nodes' and ResourceSlices' snapshot (unsatisfiable-request); None when neither is known.
     def inventory(self) -> Inventory | None: ...
 
+    # The names of the cluster's RuntimeClasses (a frozenset); a miss when they are not looked up.
+    def runtime_classes(self) -> Lookup: ...
+
     # allocation-owner: every GPU Operator object of one plural (clusterpolicies, gpuclusters, nvidiadrivers),
     # value a tuple of dicts; a miss where the CRD is not served or the lookup is off (the rule then says nothing)
     def operator_objects(self, plural: str) -> Lookup: ...

@@ -11,14 +11,16 @@ stay silent where a pod still cannot schedule, never the reverse): `spec.unsched
 temporary), pod (anti-)affinity, topology spread, and resources other than the extended ones."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from webhook.config.model import Cohort
 from webhook.objects.access import as_dict, as_list, as_str
-from webhook.objects.inventory import Admitted, Device, Inventory, NodeInfo, Taint
-from webhook.objects.selectors import ClassSelectors, evaluate
+from webhook.objects.claims import DeviceRequest
+from webhook.objects.inventory import Admitted, Device, Inventory, NodeInfo, NodePool, Taint
+from webhook.objects.selectors import ClassSelectors, evaluate, milli
 from webhook.policy.cohorts import AFFINITY_PATH, _allows
 
 _REQUIRED = AFFINITY_PATH.rsplit(".", 1)[1]  # requiredDuringSchedulingIgnoredDuringExecution
@@ -166,44 +168,100 @@ class Fit:
     count: int  # the most matching devices usable from one node
     node: str  # that node ("" when only node-independent devices match)
     closest: tuple[Device, Verdict] | None  # when none matches: the device that passed the most selectors
+    blocked: tuple[tuple[Device, str], ...] = ()  # matching devices the request cannot get: (device, "taint"|...)
+
+
+def tolerates_device(tolerations: Sequence[Mapping[str, Any]], taint: Taint) -> bool:
+    """A device request's tolerations against a device taint (the pod toleration's rules)."""
+    return any(_tolerates(as_dict(t), taint) for t in tolerations)
+
+
+def blocker(device: Device, leaf: DeviceRequest | None) -> str:
+    """Why a request cannot get a device its selectors match: "taint" (a taint it does not tolerate),
+    "capacity" (less than its capacity.requests), "" when it can."""
+    if device.taints and not all(tolerates_device(leaf.tolerations if leaf else (), t) for t in device.taints):
+        return "taint"
+    if leaf is not None and leaf.capacity:
+        have = as_dict(device.view.get("capacity"))
+        for name, amount in leaf.capacity:
+            domain, sep, short = name.partition("/")
+            domain, short = (domain, short) if sep else (device.driver, name)
+            try:
+                wanted = milli(amount)
+            except ValueError:
+                return "capacity"
+            held = as_dict(have.get(domain)).get(short)
+            if type(held) is not int or held < wanted:
+                return "capacity"
+    return ""
 
 
 def fit(inventory: Inventory, admitted: Admitted, expressions: tuple[str, ...],
-        selectors: ClassSelectors) -> Fit | None:
-    """The Fit of `expressions` for this node selection, kept per selection; None when a selector does
-    not compile."""
-    if expressions in admitted.fits:
-        found: Fit | None = admitted.fits[expressions]
+        selectors: ClassSelectors, leaf: DeviceRequest | None = None) -> Fit | None:
+    """The Fit of `expressions` (and of the request's tolerations and capacity requests) for this node
+    selection, kept per selection; None when a selector does not compile."""
+    key = (expressions, repr(leaf.tolerations), leaf.capacity) if leaf is not None and (
+        leaf.tolerations or leaf.capacity) else expressions
+    if key in admitted.fits:
+        found: Fit | None = admitted.fits[key]
         return found
     verdict = verdicts(inventory, expressions, selectors)
     if verdict is None:
         found = None
     else:
         devices = inventory.devices or ()
-        count, node = per_node(devices, verdict, admitted.names)
-        found = Fit(count, node, None if count else closest(devices, verdict, admitted.names))
-    return _keep(admitted.fits, expressions, found)  # type: ignore[no-any-return]
+        blocked = tuple((d, why) for d, v in zip(devices, verdict) if v.matched and (why := blocker(d, leaf)))
+        gone = {d.key for d, _ in blocked}
+        ok = [v.matched and (not gone or d.key not in gone) for d, v in zip(devices, verdict)]
+        count, node = per_node(devices, ok, admitted.names, inventory.counters)
+        found = Fit(count, node, None if count or blocked else closest(devices, verdict, admitted.names), blocked)
+    return _keep(admitted.fits, key, found)  # type: ignore[no-any-return]
 
 
-def per_node(devices: Sequence[Device], verdict: Sequence[Verdict],
-             names: frozenset[str] | None) -> tuple[int, str]:
+def per_node(devices: Sequence[Device], ok: Sequence[Any], names: frozenset[str] | None,
+             counters: Mapping[tuple[str, str, str], Mapping[str, int]] | None = None) -> tuple[int, str]:
     """The most matching devices usable from one node (devices of node-independent slices count on
-    every node), and that node's name. `names` None: every node that publishes devices counts."""
+    every node), and that node's name. `ok[i]` (a bool, or a Verdict's `matched`) says device i matches.
+    `names` None: every node that publishes devices counts. Partitionable devices that consume one shared
+    counter count only as many as the counter holds, smallest first (an upper bound of what fits at once)."""
     shared = 0
-    counts: dict[str, int] = {}
-    for device, v in zip(devices, verdict):
-        if not v.matched:
+    by_node: dict[str, list[Device]] = {}
+    for device, v in zip(devices, ok):
+        if not (v.matched if isinstance(v, Verdict) else v):
             continue
         if not device.node:
             shared += 1
         elif names is None or device.node in names:
-            counts[device.node] = counts.get(device.node, 0) + 1
-    if not counts:
+            by_node.setdefault(device.node, []).append(device)
+    counts = {node: _bounded(found, counters) for node, found in by_node.items()}
+    if not counts or not any(counts.values()):
         if shared and (names is None or names):
             return shared, ""
         return 0, ""
     node = max(sorted(counts), key=lambda k: counts[k])
     return counts[node] + shared, node
+
+
+def _bounded(devices: list[Device], counters: Mapping[tuple[str, str, str], Mapping[str, int]] | None) -> int:
+    if not counters or not any(d.consumes for d in devices):
+        return len(devices)
+    most = len(devices)
+    uses: dict[tuple[str, str, str, str], list[int]] = {}
+    for d in devices:
+        for counter_set, counter, amount in d.consumes:
+            uses.setdefault((d.driver, d.pool, counter_set, counter), []).append(amount)
+    for (driver, pool, counter_set, counter), amounts in uses.items():
+        held = counters.get((driver, pool, counter_set), {}).get(counter)
+        if held is None:
+            continue
+        taken = total = 0
+        for amount in sorted(amounts):
+            if total + amount > held:
+                break
+            total += amount
+            taken += 1
+        most = min(most, len(devices) - len(amounts) + taken)
+    return most
 
 
 def closest(devices: Sequence[Device], verdict: Sequence[Verdict],
@@ -216,3 +274,35 @@ def closest(devices: Sequence[Device], verdict: Sequence[Verdict],
         if best is None or v.passed > best[1].passed:
             best = (device, v)
     return best
+
+
+def autoscaled_most(inventory: Inventory | None, cohort: Cohort, spec: Mapping[str, Any],
+                    resource: str) -> float | None:
+    """The most of `resource` one node an autoscaler adds to the cohort can have (inf: not known); None when
+    no autoscaler adds the cohort's nodes (the policy's `autoscaling`, or a looked-up pool whose template
+    carries the cohort's node labels and that the pod's node selection and tolerations admit)."""
+    most: float | None = None
+    if cohort.autoscaled:
+        most = cohort.autoscaled_allocatable.get(resource, math.inf)
+    for pool in cohort_pools(inventory, cohort):
+        if pool_admits(pool, spec):
+            most = max(most or 0.0, pool.allocatable.get(resource, math.inf))
+    return most
+
+
+def cohort_pools(inventory: Inventory | None, cohort: Cohort) -> tuple[NodePool, ...]:
+    """The looked-up pools whose nodes carry every node label of the cohort."""
+    if inventory is None or not inventory.pools:
+        return ()
+    labels = cohort.node_labels.items()
+    return tuple(p for p in inventory.pools if all(p.labels.get(k) == v for k, v in labels))
+
+
+def pool_admits(pool: NodePool, spec: Mapping[str, Any]) -> bool:
+    """The pod's nodeSelector and tolerations against the node the pool adds (affinity terms are not read:
+    a pool's labels are a template, and saying less here only keeps a warning back)."""
+    wanted = as_dict(spec.get("nodeSelector"))
+    if any(type(k) is str and pool.labels.get(k, v) != v for k, v in wanted.items()):
+        return False
+    allowed = [as_dict(t) for t in as_list(spec.get("tolerations"))]
+    return all(any(_tolerates(t, taint) for t in allowed) for taint in pool.taints)

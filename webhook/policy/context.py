@@ -31,6 +31,8 @@ class Context:
     user: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)  # the request's userInfo
     # the cluster's Nodes and ResourceSlice devices (unsatisfiable-request); None when those lookups are off
     inventory: Inventory | None = None
+    # the names of the cluster's RuntimeClasses; None when they are not looked up
+    runtime_classes: frozenset[str] | None = None
     # the allocation-owner rule's infrastructure: the GPU Operator's objects by plural (each a tuple of
     # dicts, or why not), the pods bound to a Node being updated, and that update's old object
     operator: Mapping[str, Lookup] = field(default_factory=lambda: _EMPTY)

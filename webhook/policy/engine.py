@@ -191,8 +191,13 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             apply = not dry_run and action is not Action.AUDIT
             target = work if apply or dry_run else Draft(work.root)
             try:
-                records = mutation.mutate(target, facts, policy) if not debug else \
-                    hide_gpus.mutate(target, facts, policy, ephemeral=added_ephemeral)
+                records = mutation.mutate(target, facts, policy, context) if not debug else \
+                    hide_gpus.mutate(target, facts, policy, context, ephemeral=added_ephemeral)
+                if mutation is default_runtime_class and context.runtime_classes is not None and not debug:
+                    reported.extend(
+                        Violation(rule, Action.AUDIT if action is Action.AUDIT else Action.WARN, f.path,
+                                  line(policy, rule, view.subject, f.what, f.why, f.fix, plan.language))
+                        for f in default_runtime_class.withheld(facts, policy, context))
             except Exception as exc:
                 errors.append(_failed(rule, exc, policy, deniable=False))  # /mutate never denies
                 continue

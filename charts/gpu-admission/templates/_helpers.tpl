@@ -269,7 +269,7 @@ as the server's loader would refuse it at start. */ -}}
 {{- end -}}
 {{- $_ := set $p "namespaceOverrides" $overrides -}}
 {{- $lookups := deepCopy (default dict $p.lookups) -}}
-{{- range $key := list "resourceClaims" "deviceClasses" "namespaces" "configMaps" "secrets" "nodes" "resourceSlices" "gpuOperator" "pods" -}}
+{{- range $key := list "resourceClaims" "deviceClasses" "namespaces" "configMaps" "secrets" "nodes" "resourceSlices" "runtimeClasses" "nodePools" "gpuOperator" "pods" -}}
 {{- $_ := set $lookups $key (or (eq (toString (dig $key false $lookups)) "true") (eq (toString (dig $key false (default dict $v.lookups))) "true")) -}}
 {{- end -}}
 {{- $_ := set $p "lookups" $lookups -}}
@@ -291,7 +291,7 @@ as the server's loader would refuse it at start. */ -}}
 
 {{- define "gpu-admission.anyLookup" -}}
 {{- $l := include "gpu-admission.lookupsJson" . | fromJson -}}
-{{- if or $l.resourceClaims $l.deviceClasses $l.namespaces $l.configMaps $l.secrets $l.nodes $l.resourceSlices $l.gpuOperator $l.pods -}}true{{- end -}}
+{{- if or $l.resourceClaims $l.deviceClasses $l.namespaces $l.configMaps $l.secrets $l.nodes $l.resourceSlices $l.runtimeClasses $l.nodePools $l.gpuOperator $l.pods -}}true{{- end -}}
 {{- end -}}
 
 {{/* Namespaces the webhooks never see: kube-system, the release namespace, the exempt ones. */}}

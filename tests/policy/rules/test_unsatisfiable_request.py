@@ -199,6 +199,122 @@ case("unsatisfiable-request-devices-on-other-cohorts-node",
 case("unsatisfiable-request-slices-without-node-lookups-pass",
      dra_pod("single-large-gpu"), docs=[*SEED_CLASSES, SEED_TEMPLATE, *SLICES])
 
+# -- autoscaled cohorts: no node yet is no verdict; above what the pool's node can have is
+case("unsatisfiable-request-autoscaled-cohort-without-nodes-pass", pod("train", dp(gpus(8))), docs=[_SPLIT[0]],
+     policy="autoscaled")
+case("unsatisfiable-request-autoscaled-above-the-pools-node",
+     pod("train", dp(gpus(16))), ("unsatisfiable-request", "spec.containers[0].resources.limits"), docs=NODES,
+     policy="autoscaled")
+case("unsatisfiable-request-autoscaled-dra-without-slices-pass",
+     dra_pod("single-large-gpu"), docs=[*_DRA, SEED_TEMPLATE, *EXAMPLE], policy="autoscaled")
+
+
+def _karpenter(name, labels, gpus=None, limit=None):
+    requirements = [{"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": gpus}] if gpus else []
+    spec = {"template": {"metadata": {"labels": dict(labels)}, "spec": {
+        "requirements": requirements, "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}}}
+    if limit is not None:
+        spec["limits"] = {"nvidia.com/gpu": limit}
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name}, "spec": spec}
+
+
+_DP_LABELS = {"eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allocation": "device-plugin"}
+_CPU_ONLY = [n for n in NODES if "gpu-allocation" not in str(n["metadata"].get("labels"))]
+case("unsatisfiable-request-karpenter-pool-scales-from-zero-pass",
+     pod("train", dp(gpus(4))), docs=[*_CPU_ONLY, _karpenter("gpu", _DP_LABELS, ["4", "8"])])
+case("unsatisfiable-request-karpenter-pool-unknown-shape-pass",
+     pod("train", dp(gpus(32))), docs=[*_CPU_ONLY, _karpenter("gpu", _DP_LABELS)])
+case("unsatisfiable-request-above-the-karpenter-pools-node",
+     pod("train", dp(gpus(16))), ("unsatisfiable-request", "spec.containers[0].resources.limits"),
+     docs=[*_CPU_ONLY, _karpenter("gpu", _DP_LABELS, ["4", "8"])])
+case("unsatisfiable-request-above-the-karpenter-pools-limit",
+     pod("train", dp(gpus(8))), ("unsatisfiable-request", "spec.containers[0].resources.limits"),
+     docs=[*_CPU_ONLY, _karpenter("gpu", _DP_LABELS, limit=4)])
+case("unsatisfiable-request-karpenter-pool-of-another-cohort",
+     pod("train", dp(gpus(1))), ("unsatisfiable-request", "spec.containers[0].resources.limits"),
+     docs=[*_CPU_ONLY, _karpenter("dra", {**_DP_LABELS, "workload.example.com/gpu-allocation": "dra"}, ["8"])],
+     allowed=True)
+_CAPI = {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+         "metadata": {"name": "gpu-md", "namespace": "capi", "annotations": {
+             "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "10",
+             "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "0",
+             "capacity.cluster-autoscaler.kubernetes.io/gpu-count": "4",
+             "capacity.cluster-autoscaler.kubernetes.io/labels":
+                 "eks.amazonaws.com/compute-type=hybrid,workload.example.com/gpu-allocation=device-plugin",
+             "capacity.cluster-autoscaler.kubernetes.io/taints": "nvidia.com/gpu=:NoSchedule"}}}
+case("unsatisfiable-request-cluster-api-node-group-scales-from-zero-pass",
+     pod("train", dp(gpus(4))), docs=[*_CPU_ONLY, _CAPI])
+case("unsatisfiable-request-above-the-cluster-api-node-group",
+     pod("train", dp(gpus(5))), ("unsatisfiable-request", "spec.containers[0].resources.limits"),
+     docs=[*_CPU_ONLY, _CAPI])
+
+
+# -- DRA devices as the scheduler allocates them: taints, capacity requests, shared counters
+def _tainted(slices, effect="NoSchedule"):
+    out = copy.deepcopy(slices)
+    for s in out:
+        for d in s["spec"]["devices"]:
+            d["taints"] = [{"key": "gpu.nvidia.com/xid", "value": "79", "effect": effect}]
+    return out
+
+
+_ANY = cel_class("any-nvidia", "device.driver == 'gpu.nvidia.com'")
+case("unsatisfiable-request-every-matching-device-tainted",
+     dra_pod("one"), ("unsatisfiable-request", "spec.resourceClaims[0]"),
+     docs=[*_DRA, claim_template("one", request("gpu", "hybrid-full-gpu")), *_tainted(H200), *EXAMPLE])
+_TOLERATING = request("gpu", "hybrid-full-gpu")
+_TOLERATING["exactly"]["tolerations"] = [{"key": "gpu.nvidia.com/xid", "operator": "Exists"}]
+case("unsatisfiable-request-tolerated-device-taint-pass",
+     dra_pod("one"), docs=[*_DRA, claim_template("one", _TOLERATING), *_tainted(H200), *EXAMPLE])
+_RULE = {"apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceTaintRule", "metadata": {"name": "drain-h200"},
+         "spec": {"deviceSelector": {"driver": "gpu.nvidia.com", "pool": "hybrid-dra-h200-0"},
+                  "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}
+case("unsatisfiable-request-device-taint-rule",
+     dra_pod("one"), ("unsatisfiable-request", "spec.resourceClaims[0]"),
+     docs=[*_DRA, claim_template("one", request("gpu", "hybrid-full-gpu")), *H200, _RULE])
+_MEMORY = request("gpu", "hybrid-full-gpu")
+_MEMORY["exactly"]["capacity"] = {"requests": {"memory": "200Gi"}}
+case("unsatisfiable-request-capacity-request-above-every-device",
+     dra_pod("big"), ("unsatisfiable-request", "spec.resourceClaims[0]"),
+     docs=[*_DRA, claim_template("big", _MEMORY), *SLICES])
+_SMALL = copy.deepcopy(_MEMORY)
+_SMALL["exactly"]["capacity"] = {"requests": {"memory": "100Gi"}}
+case("unsatisfiable-request-capacity-request-fits-pass",
+     dra_pod("big"), docs=[*_DRA, claim_template("big", _SMALL), *SLICES])
+
+
+def _partitioned():
+    """The MIG node's slice with its two 3g.71gb devices drawn from one shared counter of the GPU's memory,
+    which holds only one of them at a time (partitionable devices)."""
+    out = copy.deepcopy(H200_MIG)
+    spec = out[0]["spec"]
+    spec["sharedCounters"] = [{"name": "gpu-0", "counters": {"memory": {"value": "100Gi"}}}]
+    for d in spec["devices"]:
+        d["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "71424Mi"}}}]
+    return out
+
+
+case("unsatisfiable-request-shared-counter-holds-one-partition",
+     dra_pod("pair"), ("unsatisfiable-request", "spec.resourceClaims[0]"),
+     docs=[*_DRA, _ANY, claim_template("pair", request("gpu", "any-nvidia", count=2)), *_partitioned()])
+case("unsatisfiable-request-independent-partitions-pass",
+     dra_pod("pair"), docs=[*_DRA, _ANY, claim_template("pair", request("gpu", "any-nvidia", count=2)), *H200_MIG])
+# KEP-5004: nvidia.com/gpu served by a DeviceClass on the DRA cohort is a claim of that class
+_EXTENDED = {**cel_class("hybrid-gpu-extended", "device.driver == 'gpu.nvidia.com' && "
+                                                "device.attributes['gpu.nvidia.com'].type == 'gpu'")}
+_EXTENDED["spec"]["extendedResourceName"] = "nvidia.com/gpu"
+
+
+def _dra_limit(n):
+    return pod("llm", pod_spec(container("llm", gpus={"nvidia.com/gpu": n}), cohort="dra"))
+
+
+case("unsatisfiable-request-extended-resource-above-devices",
+     _dra_limit(2), ("unsatisfiable-request", "spec.containers[0].resources.limits"),
+     docs=[*_DRA, _EXTENDED, *SLICES], policy="extended-class")
+case("unsatisfiable-request-extended-resource-fits-pass",
+     _dra_limit(1), docs=[*_DRA, _EXTENDED, *SLICES], policy="extended-class")
+
 
 @pytest.mark.parametrize("row", TABLE.params)
 def test_unsatisfiable_request(row, evaluate, golden):

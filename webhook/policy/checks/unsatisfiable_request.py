@@ -1,13 +1,22 @@
 """unsatisfiable-request: a GPU request that no node or device of the pod's cohort can ever satisfy, even
 empty. Reads the cluster's capacity snapshot (Nodes and ResourceSlices, `Context.inventory`) and says
-nothing when those lookups are off; no allocation bookkeeping ("could it ever fit", not "is there room")."""
+nothing when those lookups are off; no allocation bookkeeping ("could it ever fit", not "is there room").
+
+A cohort whose nodes an autoscaler adds (the policy's `autoscaling`, or a looked-up Karpenter NodePool or
+Cluster API node group carrying its labels) may have no node at all until a pod asks: there, only a request
+above what the pool's node can have is unsatisfiable, and a DRA request is never judged (a new node brings
+devices that no slice publishes yet). DRA devices are counted as the scheduler allocates them: the request's
+tolerations against device taints (DeviceTaintRules included), its `capacity.requests` against the device's
+capacity, shared counters of partitionable devices, any `firstAvailable` alternative; a plain extended
+resource that a DeviceClass serves (`extendedResourceName`) is checked as a claim of that class."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
+from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, DeviceClassInfo, Policy
 from webhook.objects.claims import DeviceRequest
-from webhook.objects.inventory import Admitted, Inventory, NodeInfo
+from webhook.objects.inventory import Admitted, Device, Inventory, NodeInfo, Taint
 from webhook.policy import capacity
 from webhook.policy.context import Context
 from webhook.policy.gpu import ClaimUse, GpuFacts, ResourceUse
@@ -69,11 +78,12 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
     said: set[str] = set()
     where: Arg = ""
     total = 0
+    spec = facts.view.spec
     for use in uses:
         if use.container.section == "ephemeralContainers":
             continue
         most, node = capacity.largest(admitted, use.resource)
-        if use.amount <= most:
+        if use.amount <= max(most, _pool(inventory, cohort, spec, use.resource)):
             continue
         if not said:
             where, total = _nodes_phrase(nodes, cohort), len(capacity.cohort_nodes(inventory, cohort))
@@ -83,15 +93,16 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
             what=T('{container} requests {amount} {resource} ({path}) on cohort "{cohort}"',
                    container=who(use.container), amount=_amount(use.amount), resource=use.resource, path=use.path,
                    cohort=cohort.name),
-            why=_largest_why(use.resource, most, node, nodes, where, cohort, total),
-            fix=_fix(use.resource, most, nodes, total)))
+            why=_largest_why(use.resource, most, node, nodes, where, cohort, total,
+                             capacity.autoscaled_most(inventory, cohort, spec, use.resource)),
+            fix=_fix(use.resource, max(most, _pool(inventory, cohort, spec, use.resource)), nodes, total)))
     if len(uses) == 1 and uses[0].container.section == "containers":
         return out  # one container's request is the pod's: said above if it does not fit
     pod_path = f"{facts.view.prefix}.containers"
     wanted = effective(uses)
     for resource in sorted(wanted):
         most, node = capacity.largest(admitted, resource)
-        if resource in said or wanted[resource] <= most:
+        if resource in said or wanted[resource] <= max(most, _pool(inventory, cohort, spec, resource)):
             continue
         if not where:
             where, total = _nodes_phrase(nodes, cohort), len(capacity.cohort_nodes(inventory, cohort))
@@ -101,9 +112,11 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
             what=T('the pod requests {amount} {resource} in all ({path}, init containers and sidecars counted as '
                    'the scheduler counts them) on cohort "{cohort}"', amount=_amount(wanted[resource]),
                    resource=resource, path=pod_path, cohort=cohort.name),
-            why=_largest_why(resource, most, node, nodes, where, cohort, total),
-            fix=_fix(resource, most, nodes, total)))
-    if not said and len(wanted) > 1 and nodes and not capacity.one_node_has_all(admitted, wanted):
+            why=_largest_why(resource, most, node, nodes, where, cohort, total,
+                             capacity.autoscaled_most(inventory, cohort, spec, resource)),
+            fix=_fix(resource, max(most, _pool(inventory, cohort, spec, resource)), nodes, total)))
+    if not said and len(wanted) > 1 and nodes and not capacity.one_node_has_all(admitted, wanted) and \
+            capacity.autoscaled_most(inventory, cohort, spec, next(iter(wanted))) is None:
         where = _nodes_phrase(nodes, cohort)
         listed = Joined(tuple(f"{_amount(wanted[r])} {r}" for r in sorted(wanted)))
         out.append(Finding(
@@ -115,8 +128,18 @@ def _device_plugin(facts: GpuFacts, inventory: Inventory, cohort: Cohort) -> lis
     return out
 
 
+def _pool(inventory: Inventory, cohort: Cohort, spec: Mapping[str, Any], resource: str) -> float:
+    """The most of `resource` a node the cohort's autoscaler adds can have; 0 when none adds nodes."""
+    most = capacity.autoscaled_most(inventory, cohort, spec, resource)
+    return 0.0 if most is None else most
+
+
 def _largest_why(resource: str, most: float, node: NodeInfo | None, nodes: Sequence[NodeInfo],
-                 where: Arg, cohort: Cohort, total: int) -> Arg:
+                 where: Arg, cohort: Cohort, total: int, pooled: float | None = None) -> Arg:
+    if pooled is not None:
+        return T('a node the autoscaler adds to cohort "{cohort}" has at most {amount} {resource}, and no node '
+                 "of the cohort the pod may use has more, so the pod never schedules", cohort=cohort.name,
+                 amount=_amount(max(pooled, most)), resource=resource)
     if not total:
         return T('the cluster has no node of cohort "{cohort}" (none carries its node labels), so the pod never '
                  "schedules", cohort=cohort.name)
@@ -154,12 +177,14 @@ def _leaf_problem(leaf: DeviceRequest, inventory: Inventory, admitted: Admitted,
     if need <= 0:
         return None
     expressions = info.selectors + leaf.selectors
-    found = capacity.fit(inventory, admitted, expressions, policy.class_selectors)
+    found = capacity.fit(inventory, admitted, expressions, policy.class_selectors, leaf)
     if found is None:
         return None  # a selector that does not compile: the apiserver refuses the object
     count, node = found.count, found.node
     if count >= need:
         return None
+    if not count and found.blocked:
+        return blocked_phrase(found.blocked)
     if count:
         if node:
             return (T("at most {count} matching device can be used from one node ({node}), and it asks for {need}",
@@ -190,6 +215,27 @@ def _leaf_problem(leaf: DeviceRequest, inventory: Inventory, admitted: Admitted,
              selector=which, error=v.reason)
 
 
+def taint_text(taint: Taint) -> str:
+    """A taint as kubectl describes one: key=value:effect, or key:effect."""
+    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+
+
+def blocked_phrase(blocked: Sequence[tuple[Device, str]]) -> Arg:
+    """Why the devices the selectors match cannot be had: their taints, or their capacity."""
+    device, why = blocked[0]
+    if why == "taint":
+        if len(blocked) == 1:
+            return T("the one matching device, {device}, carries a taint the request does not tolerate ({taint})",
+                     device=device.label, taint=taint_text(device.taints[0]))
+        return T("the {count} matching devices carry taints the request does not tolerate (device {device}: "
+                 "{taint})", count=len(blocked), device=device.label, taint=taint_text(device.taints[0]))
+    if len(blocked) == 1:
+        return T("the one matching device, {device}, has less capacity than the request's capacity.requests",
+                 device=device.label)
+    return T("the {count} matching devices have less capacity than the request's capacity.requests "
+             "(device {device})", count=len(blocked), device=device.label)
+
+
 def _request_problem(request: DeviceRequest, inventory: Inventory, admitted: Admitted,
                      context: Context, policy: Policy) -> tuple[DeviceRequest, Arg] | None:
     """The first alternative and why, when no alternative of the request fits (firstAvailable: any one)."""
@@ -204,10 +250,45 @@ def _request_problem(request: DeviceRequest, inventory: Inventory, admitted: Adm
 
 
 def _dra(facts: GpuFacts, inventory: Inventory, cohort: Cohort, context: Context, policy: Policy) -> list[Finding]:
+    if cohort.autoscaled or capacity.cohort_pools(inventory, cohort):
+        return []  # a node the autoscaler adds publishes devices no slice shows yet
     admitted = capacity.pod_nodes(inventory, cohort, facts.view.spec)
     out = []
     for claim in facts.gpu_claims:
         out.extend(_claim(claim, inventory, admitted, cohort, context, policy))
+    if facts.dra_resources:
+        out.extend(_extended(facts, inventory, admitted, cohort, context, policy))
+    return out
+
+
+def extended_leaf(resource: str, amount: float, info: DeviceClassInfo, path: str) -> DeviceRequest:
+    """The request the scheduler makes for an extended resource a DeviceClass serves (KEP-5004): that many
+    devices of the class."""
+    return DeviceRequest(name=resource, path=path, device_class=info.name, allocation_mode="ExactCount",
+                         count=int(amount), admin_access=False, has_shape=True)
+
+
+def _extended(facts: GpuFacts, inventory: Inventory, admitted: Admitted, cohort: Cohort, context: Context,
+              policy: Policy) -> list[Finding]:
+    wanted = effective(facts.dra_resources)
+    served = {u.resource: u for u in facts.dra_resources}
+    out = []
+    for resource in sorted(wanted):
+        use = served[resource]
+        if use.device_class is None:
+            continue
+        leaf = extended_leaf(resource, wanted[resource], use.device_class, use.path)
+        problem = _leaf_problem(leaf, inventory, admitted, context, policy)
+        if problem is None:
+            continue
+        out.append(Finding(
+            path=use.path,
+            what=T('the pod requests {amount} {resource} ({path}), which DeviceClass "{device_class}" serves '
+                   'through DRA (its extendedResourceName) on cohort "{cohort}"', amount=_amount(wanted[resource]),
+                   resource=resource, path=use.path, device_class=use.device_class.name, cohort=cohort.name),
+            why=T("{problem}, so the pod never schedules, even on an empty node", problem=problem),
+            fix=T("ask for devices the cohort's ResourceSlices publish (loosen the selectors or lower the count), "
+                  "or have the cluster owner add such devices")))
     return out
 
 
@@ -254,6 +335,6 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         return []
     if cohort.mechanism == DEVICE_PLUGIN and inventory.nodes is not None:
         return _device_plugin(facts, inventory, cohort)
-    if cohort.mechanism == DRA and inventory.devices is not None and facts.gpu_claims:
+    if cohort.mechanism == DRA and inventory.devices is not None and (facts.gpu_claims or facts.dra_resources):
         return _dra(facts, inventory, cohort, context, policy)
     return []

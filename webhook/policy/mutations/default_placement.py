@@ -4,6 +4,7 @@ from typing import Any
 from webhook.config.model import Policy, Toleration
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.policy.cohorts import INFERRED, NAMESPACE
+from webhook.policy.context import Context
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text
@@ -24,7 +25,7 @@ def _tolerated(existing: Sequence[Any], wanted: Toleration) -> bool:
     return False
 
 
-def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, Said]]:
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | None = None) -> list[tuple[str, Said]]:
     choice = facts.choice
     if choice.cohort is None or choice.source not in (NAMESPACE, INFERRED):
         return []

@@ -1,18 +1,55 @@
-from webhook.config.model import DEVICE_PLUGIN, Policy
+"""default-runtime-class: the device-plugin cohort's RuntimeClass on GPU pods that set none. With RuntimeClass
+lookups on, only one the cluster has: a pod given a RuntimeClass that does not exist is refused by the
+apiserver (`pod rejected: RuntimeClass "nvidia" not found`), so the mutation is withheld and said instead."""
+from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
+from webhook.policy.context import Context
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T
+from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.DEFAULT_RUNTIME_CLASS
+PATH = "spec.runtimeClassName"
 
 
-def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, Said]]:
+def _wanted(facts: GpuFacts) -> Cohort | None:
     cohort = facts.choice.cohort
     if cohort is None or cohort.mechanism != DEVICE_PLUGIN or not facts.device_plugin:
-        return []
-    if facts.view.spec.get("runtimeClassName") is not None:
+        return None
+    if facts.view.spec.get("runtimeClassName") is not None or not cohort.runtime_class_name:
+        return None
+    return cohort
+
+
+def missing(cohort: Cohort, context: Context | None) -> bool:
+    """The cluster is known to lack the cohort's RuntimeClass."""
+    known = context.runtime_classes if context is not None else None
+    return known is not None and cohort.runtime_class_name not in known
+
+
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | None = None) -> list[tuple[str, Said]]:
+    cohort = _wanted(facts)
+    if cohort is None or missing(cohort, context):
         return []
     draft.node("spec")["runtimeClassName"] = cohort.runtime_class_name
-    return [("spec.runtimeClassName", lambda: T('runtimeClassName "{runtime}" of cohort "{cohort}"',
-                                                runtime=str(cohort.runtime_class_name), cohort=cohort.name))]
+    return [(PATH, lambda: T('runtimeClassName "{runtime}" of cohort "{cohort}"',
+                             runtime=str(cohort.runtime_class_name), cohort=cohort.name))]
+
+
+def absent_finding(cohort: Cohort, path: str = PATH) -> Finding:
+    return Finding(
+        path=path,
+        what=T('RuntimeClass "{runtime}" of cohort "{cohort}" does not exist in the cluster, so {path} is not set',
+               runtime=str(cohort.runtime_class_name), cohort=cohort.name, path=path),
+        why=T('a pod that names a missing RuntimeClass is refused (RuntimeClass "{runtime}" not found), and GPU '
+              "containers without the NVIDIA runtime may not see their GPUs", runtime=str(cohort.runtime_class_name)),
+        fix=T('create RuntimeClass "{runtime}" (handler {runtime}, as the GPU Operator and the device plugin\'s '
+              "chart install it), or set the cohort's runtimeClassName to one that exists (none where CDI or NRI "
+              "injects the devices)", runtime=str(cohort.runtime_class_name)))
+
+
+def withheld(facts: GpuFacts, policy: Policy, context: Context | None) -> list[Finding]:
+    """What the mutation would have set but did not: the cohort's RuntimeClass is missing from the cluster."""
+    cohort = _wanted(facts)
+    return [absent_finding(cohort)] if cohort is not None and missing(cohort, context) else []

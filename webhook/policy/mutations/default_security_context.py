@@ -5,6 +5,7 @@ from typing import Any
 from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, as_str, integer
 from webhook.objects.podspec import Container
+from webhook.policy.context import Context
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text, who
@@ -29,7 +30,7 @@ def _container_defaults(sc: Mapping[str, Any], security: SecurityDefaults) -> di
     return out
 
 
-def mutate(draft: Draft, facts: GpuFacts, policy: Policy) -> list[tuple[str, Said]]:
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | None = None) -> list[tuple[str, Said]]:
     if facts.choice.cohort is None:
         return []
     spec = facts.view.spec

@@ -3,6 +3,7 @@ from functools import partial
 from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.objects.access import as_dict, as_list
 from webhook.objects.podspec import Container
+from webhook.policy.context import Context
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text, who
@@ -12,7 +13,7 @@ RULE = Rule.HIDE_GPUS
 VARIABLE = "NVIDIA_VISIBLE_DEVICES"
 
 
-def mutate(draft: Draft, facts: GpuFacts, policy: Policy,
+def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | None = None,
            ephemeral: frozenset[str] | None = None) -> list[tuple[str, Said]]:
     """On pod CREATE: the containers and init containers that request no GPU. On an UPDATE of
     pods/ephemeralcontainers: the ephemeral containers it adds (`ephemeral`), which never request one; a

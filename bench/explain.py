@@ -1,0 +1,129 @@
+"""`gpu-admission explain` on a large cluster snapshot: 5,000 nodes (half of them GPU nodes of the two cohorts),
+20,000 pods bound to them (most holding GPUs), a ResourceSlice per DRA node and a claim allocated on most of
+them; the Pending pods explained are a device-plugin pod and a DRA pod. Times the whole command in-process
+(reading the snapshot included), the median of a few runs, for the snapshot as JSON (`kubectl get -o json`)
+and as YAML (`-o yaml`, read with libyaml's loader).
+
+    .venv/bin/python bench/explain.py [--nodes 5000] [--pods 20000] [--rounds 3]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from webhook.cli.main import main
+
+DP = {"eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allocation": "device-plugin"}
+DRA = {"eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allocation": "dra"}
+TAINT = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+TOLERATE = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "hybrid-full-gpu"},
+         "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.nvidia.com\" && "
+                                        "device.attributes[\"gpu.nvidia.com\"].type == \"gpu\""}}]}}
+
+
+def node(i: int, labels: dict, gpus: int | None) -> dict:
+    allocatable = {"cpu": "96", "memory": "1024Gi", "pods": "110"}
+    if gpus:
+        allocatable["nvidia.com/gpu"] = str(gpus)
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": f"node-{i}", "labels": {**labels, "kubernetes.io/hostname": f"node-{i}"}},
+            "spec": {"taints": TAINT if labels else []}, "status": {"allocatable": allocatable}}
+
+
+def resource_slice(name: str) -> dict:
+    devices = [{"name": f"gpu-{d}", "attributes": {"type": {"string": "gpu"}, "productName": {"string": "NVIDIA H200"}},
+                "capacity": {"memory": {"value": "143771Mi"}}} for d in range(8)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpu"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": name, "pool": {"name": name, "generation": 1,
+                                                                              "resourceSliceCount": 1},
+                     "devices": devices}}
+
+
+def pod(i: int, node_name: str | None, gpus: int, namespace: str = "ml") -> dict:
+    spec: dict = {"containers": [{"name": "cuda", "image": "cuda",
+                                  "resources": {"limits": {"cpu": "1", "nvidia.com/gpu": str(gpus)}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pod-{i}", "namespace": namespace},
+            "spec": spec, "status": {"phase": "Running" if node_name else "Pending"}}
+
+
+def claim(name: str, pool: str | None, namespace: str = "ml") -> dict:
+    out = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+           "metadata": {"name": name, "namespace": namespace},
+           "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+               "deviceClassName": "hybrid-full-gpu", "allocationMode": "ExactCount", "count": 1}}]}}}
+    if pool:
+        out["status"] = {"allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": "gpu.nvidia.com", "pool": pool, "device": f"gpu-{d}"} for d in range(8)]}}}
+    return out
+
+
+def snapshot(nodes: int, pods: int) -> dict:
+    items: list[dict] = [CLASS]
+    dp = nodes // 4
+    dra = nodes // 4
+    for i in range(nodes):
+        labels = DP if i < dp else DRA if i < dp + dra else {}
+        items.append(node(i, labels, 8 if i < dp else None))
+        if dp <= i < dp + dra:
+            items.append(resource_slice(f"node-{i}"))
+            items.append(claim(f"held-{i}", f"node-{i}"))
+    for i in range(pods):
+        items.append(pod(i, f"node-{i % dp}", 1 if i % 5 else 0))
+    pending = pod(pods, None, 4)
+    pending["spec"]["tolerations"] = TOLERATE
+    dra_pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "llm", "namespace": "ml"},
+               "spec": {"containers": [{"name": "cuda", "image": "cuda", "resources": {"claims": [{"name": "gpu"}]}}],
+                        "resourceClaims": [{"name": "gpu", "resourceClaimName": "wanted"}]},
+               "status": {"phase": "Pending"}}
+    items += [pending, dra_pod, claim("wanted", None)]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def timed(args: list[str], rounds: int) -> tuple[float, int]:
+    times = []
+    code = 0
+    for _ in range(rounds):
+        out = io.StringIO()
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(out):
+            code = main(args)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), code
+
+
+def run(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    data = snapshot(args.nodes, args.pods)
+    with tempfile.TemporaryDirectory() as tmp:
+        as_json = Path(tmp) / "cluster.json"
+        as_json.write_text(json.dumps(data))
+        as_yaml = Path(tmp) / "cluster.yaml"
+        as_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
+        print(f"{args.nodes} nodes, {args.pods} pods, {len(data['items'])} objects; median of {args.rounds} runs")
+        for label, path in (("JSON", as_json), ("YAML", as_yaml)):
+            for what, name in (("device-plugin pod", f"pod-{args.pods}"), ("DRA pod", "llm")):
+                seconds, code = timed(["explain", "pod", name, "-n", "ml", "--cluster", str(path), "--lang", "en"],
+                                      args.rounds)
+                print(f"  {label:4} snapshot, {what:17}: {seconds:6.2f} s (exit {code})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -435,7 +435,7 @@ annotations:
 {{/*
 The clauses of "some rule may concern this pod spec", one per line, OR-ed. Arguments: root, spec
 (CEL path of the pod spec), meta (CEL path of the pod metadata), metaGuard (a has() that must hold
-before meta is read, or ""). Every clause mirrors a rule's trigger (DESIGN.md sections 4 and 6):
+before meta is read, or ""). Every clause mirrors a rule's trigger (docs/architecture.md: cohort resolution, the rules):
   - DRA claims (resourceClaims) and extended resources (any resource name with a "/": nvidia.com/*,
     deviceclass.resource.kubernetes.io/*, and names a DeviceClass serves through extendedResourceName);
   - a device-plugin cohort's runtime class (hide-gpus, runtime-class-conflict);

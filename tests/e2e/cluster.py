@@ -438,15 +438,7 @@ class Cluster:
             self._stop_one(name)
 
     def _stop_one(self, name: str) -> None:
-        proc = self.processes.pop(name, None)
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        terminate(self.processes.pop(name, None))
 
     def __enter__(self) -> Cluster:
         return self.start()
@@ -496,14 +488,19 @@ class Scheduler:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        terminate(proc)
+
+
+def terminate(proc: subprocess.Popen | None, timeout: float = 20) -> None:
+    """SIGTERM, then SIGKILL after `timeout` seconds; waits for the process either way."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _http_ok(url: str) -> bool:

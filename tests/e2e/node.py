@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.e2e import images
-from tests.e2e.cluster import Cluster, free_port, kubeconfig_text
+from tests.e2e.cluster import Cluster, free_port, kubeconfig_text, terminate
 
 NAME = "e2e-node"
 BRIDGE = "gpa-e2e0"
@@ -310,7 +310,7 @@ class Node:
         if kubelet is not None and kubelet.poll() is None:
             self._drain()
         for name in ("kube-proxy", "kubelet", "containerd"):
-            _stop(self.processes.pop(name, None))
+            terminate(self.processes.pop(name, None), timeout=30)
         if self.cluster.chain.binary("kube-proxy").is_file():  # its iptables chains, all of them
             subprocess.run([str(self.cluster.chain.binary("kube-proxy")), "--cleanup"], capture_output=True,
                            timeout=60, check=False)
@@ -433,17 +433,6 @@ def _wait(ready, what: str, process: subprocess.Popen, root: Path, timeout: floa
             return
         time.sleep(0.5)
     raise RuntimeError(f"{what}: not within {timeout:.0f} s; see {root / 'logs'}")
-
-
-def _stop(process: subprocess.Popen | None) -> None:
-    if process is None or process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _pids() -> list[int]:

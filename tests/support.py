@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -64,3 +68,31 @@ def compare_golden(lines, path: Path, *, update: bool, suite: str) -> None:
                            "--update-golden`, then read every new line before committing it")
     assert lines == path.read_text(encoding="utf-8").splitlines(), \
         f"messages differ from {path.relative_to(REPO)} (rerun with --update-golden if the change is intended)"
+
+
+def wait_serving(answers: Callable[[], bool], process: subprocess.Popen, log: Path, *, timeout: float,
+                 interval: float = 0.2) -> None:
+    """Call `answers` until it is true; a connection refused or reset (OSError) counts as not yet. Fails with the
+    server's log when the process exits first or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if answers():
+                return
+        except OSError:
+            pass
+        assert process.poll() is None, f"the server exited ({process.returncode}): {log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"the server did not answer in {timeout:g} s: {log.read_text()[-3000:]}"
+        time.sleep(interval)
+
+
+def stop_group(process: subprocess.Popen, grace: float = 30) -> None:
+    """SIGTERM to the process group of a server started with `start_new_session=True` (gunicorn's arbiter and its
+    workers), SIGKILL after `grace` seconds."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -8,17 +8,15 @@ import base64
 import http.client
 import json
 import os
-import signal
 import socket
 import ssl
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.support import free_port
+from tests.support import free_port, stop_group, wait_serving
 
 from .conftest import rendered_set
 from .test_dockerfile import ENTRYPOINT
@@ -86,25 +84,11 @@ def server(tmp_path_factory):
         return out
 
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if request("GET", "/healthz")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert process.poll() is None, (base / "server.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the server did not start: " + (base / "server.log").read_text()[-3000:]
-            time.sleep(0.2)
+        wait_serving(lambda: request("GET", "/healthz")[0] == 200, process, base / "server.log", timeout=30)
         yield {"request": request, "container": container, "rendered": rendered, "pgid": process.pid,
                "probe": probe}
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop_group(process, grace=20)
         log.close()
 
 

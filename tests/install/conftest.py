@@ -4,18 +4,18 @@ PyPI."""
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import shutil
 import ssl
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests import dockerfile
-from tests.support import REPO
+from tests.support import REPO, wait_serving
 
 WHEELHOUSE = REPO / "build" / "wheelhouse"
 # pip told where to install from, as `make image` tells the image's build (the Dockerfile's build arguments)
@@ -69,36 +69,21 @@ def run(argv: list, **kwargs) -> subprocess.CompletedProcess:
 
 def wait_ready(port: int, *, process: subprocess.Popen, log: Path, ca: Path | None = None, timeout: float = 60) -> dict:
     """GET /readyz until it answers 200 (over HTTPS, verified against `ca`, when a CA is given); its JSON."""
-    import json
+    ready: dict = {}
 
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if ca is None:
-                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            else:
-                connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5,
-                                                         context=ssl.create_default_context(cafile=str(ca)))
-            connection.request("GET", "/readyz")
-            response = connection.getresponse()
-            body = response.read()
-            connection.close()
-            if response.status == 200:
-                return json.loads(body)
-        except OSError:
-            pass
-        assert process.poll() is None, f"the server exited ({process.returncode}): {log.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"/readyz did not answer 200: {log.read_text()[-3000:]}"
-        time.sleep(0.2)
+    def answers() -> bool:
+        if ca is None:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        else:
+            connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5,
+                                                     context=ssl.create_default_context(cafile=str(ca)))
+        connection.request("GET", "/readyz")
+        response = connection.getresponse()
+        body = response.read()
+        connection.close()
+        if response.status == 200:
+            ready.update(json.loads(body))
+        return response.status == 200
 
-
-def stop(process: subprocess.Popen) -> None:
-    import signal
-
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    wait_serving(answers, process, log, timeout=timeout)
+    return ready

@@ -13,10 +13,10 @@ import pytest
 from packaging.utils import canonicalize_name
 
 from tests import dockerfile
-from tests.support import REPO, free_port
+from tests.support import REPO, free_port, stop_group
 from tests.test_release import VERSION
 
-from .conftest import base_env, build_context, interpreter_dir, run, stop, wait_ready
+from .conftest import base_env, build_context, interpreter_dir, run, wait_ready
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +97,7 @@ def test_the_image_s_entry_point_answers_readyz(installed):
         assert ready["ready"] is True and ready["certificates"]["loaded"] is True
         assert wait_ready(health, process=process, log=log)["ready"] is True  # the probes' plain-HTTP port
     finally:
-        stop(process)
+        stop_group(process)
 
 
 def test_gpu_admission_serve_answers_readyz(installed, tmp_path):
@@ -112,5 +112,5 @@ def test_gpu_admission_serve_answers_readyz(installed, tmp_path):
         ready = wait_ready(port, process=process, log=log, ca=tmp_path / "certs" / "ca.crt")
         assert ready["ready"] is True
     finally:
-        stop(process)
+        stop_group(process)
     assert process.returncode == 0 or process.returncode == -15, log.read_text()[-2000:]

@@ -8,16 +8,14 @@ import http.client
 import json
 import os
 import resource
-import signal
 import socket
 import ssl
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support import free_port
+from tests.support import free_port, stop_group, wait_serving
 from webhook.server import certs
 
 from .apiserver import ApiServer
@@ -99,24 +97,14 @@ def serve(tmp_path: Path, *, app: str = "webhook.server.wsgi:app", **env: str):
                                 start_new_session=True)
     served = Served(proc, port, tmp_path / "ca.crt", log)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                conn = served.connection(timeout=2)
-                conn.request("GET", "/readyz")
-                if conn.getresponse().status == 200:
-                    conn.close()
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            time.sleep(0.1)
+        def answers() -> bool:
+            conn = served.connection(timeout=2)
+            conn.request("GET", "/readyz")
+            ok = conn.getresponse().status == 200
+            conn.close()
+            return ok
+
+        wait_serving(answers, proc, log, timeout=20, interval=0.1)
         yield served
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_group(proc)

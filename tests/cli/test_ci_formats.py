@@ -5,7 +5,6 @@ located at the line of the offending field; exit codes with and without --fail-o
 from __future__ import annotations
 
 import functools
-import io
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -21,6 +20,8 @@ from tests.support import DATA, FIXTURES, REAL_MANIFESTS, SEED
 from webhook import yamlread
 from webhook.cli.main import main
 from webhook.rules import DEFAULT_ACTIONS, MUTATIONS, Action, Rule
+
+from .invoke import run
 
 # NVIDIA's two charts, whole (tests/data/fixtures/charts, PROVENANCE.md there): the namespace each installs into,
 # and the values its users pass (the DRA driver refuses to render its GPU resources without the override, which
@@ -74,14 +75,6 @@ def chart_rendering(chart: str) -> str:
     manifests = helm_python.Chart.load(str(CHARTS / chart)).render(values, name="r", namespace=namespace)
     return "".join(f"---\n# Source: {path}\n{text.rstrip()}\n"
                    for path, text in sorted(manifests.items()) if text.strip())
-
-
-def run(capsys, monkeypatch, *argv: str, stdin: str | None = None) -> tuple[int, str, str]:
-    if stdin is not None:
-        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _inputs(tmp_path, name: str) -> tuple[list[str], str | None]:

@@ -4,13 +4,14 @@ Code Quality report, GitHub's groups, annotation cap and step summary, the JSON 
 `mutate`'s exit code, and --kubernetes-version / --feature-gates."""
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 
 from tests.schemas import codeclimate_errors, validate_sarif
 from webhook.cli.main import main
+
+from .invoke import run
 
 DENIED = """\
 apiVersion: v1
@@ -50,14 +51,6 @@ spec:
       image: registry.example.invalid/cuda:12
       resources: {limits: {nvidia.com/gpu: 1}}
 """
-
-
-def run(capsys, monkeypatch, *argv: str, stdin: str | None = None) -> tuple[int, str, str]:
-    if stdin is not None:
-        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

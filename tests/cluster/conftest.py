@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.support import REAL_MANIFESTS, SEED
+from webhook.cli.main import main
 from webhook.lookups.backoff import Backoff
 from webhook.lookups.informer import InformerSettings
 from webhook.lookups.kubeconfig import load_api_client
@@ -85,3 +86,13 @@ def unreachable_client(tmp_path, certs):
     client = load_api_client(str(path))
     yield client
     client.close()
+
+
+@pytest.fixture
+def audit(kubeconfig, capsys):
+    """`gpu-admission audit` against the fake apiserver: exit code, stdout, stderr."""
+    def run(*args: str) -> tuple[int, str, str]:
+        rc = main(["audit", "--kubeconfig", str(kubeconfig), *args])
+        out, err = capsys.readouterr()
+        return rc, out, err
+    return run

@@ -68,15 +68,6 @@ def cluster(fake_api, tmp_path):
     return fake_api
 
 
-@pytest.fixture
-def audit(kubeconfig, capsys):
-    def run(*args: str) -> tuple[int, str, str]:
-        rc = main(["audit", "--kubeconfig", str(kubeconfig), *args])
-        out, err = capsys.readouterr()
-        return rc, out, err
-    return run
-
-
 def _key(result: dict) -> tuple[str, str, str]:
     return result["kind"], result["namespace"], result["name"]
 

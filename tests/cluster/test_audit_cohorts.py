@@ -12,21 +12,11 @@ import yaml
 
 from tests.support import DATA
 from webhook.audit.cohorts import build
-from webhook.cli.main import main
 from webhook.config import default_policy
 
 NODES = yaml.safe_load((DATA / "inventory" / "nodes.yaml").read_text(encoding="utf-8"))["items"]
 SLICE = yaml.safe_load((DATA / "inventory" / "nvidia-dra-h200.yaml").read_text(encoding="utf-8"))
 ALLOC = "workload.example.com/gpu-allocation"
-
-
-@pytest.fixture
-def audit(kubeconfig, capsys):
-    def run(*args: str) -> tuple[int, str, str]:
-        rc = main(["audit", "--kubeconfig", str(kubeconfig), *args])
-        out, err = capsys.readouterr()
-        return rc, out, err
-    return run
 
 
 def _node(name: str) -> dict:

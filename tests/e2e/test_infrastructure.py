@@ -130,7 +130,7 @@ def test_overlapping_nvidia_drivers(operator, kubectl, webhook, tmp_path):
     kubectl.run("delete", "nvidiadriver", "h200", "a100")
 
 
-def test_device_classes_sharing_an_extended_resource(operator, kubectl, webhook, tmp_path):
+def test_device_classes_sharing_an_extended_resource(cluster, operator, kubectl, webhook, tmp_path):
     """KEP-5004's field is kept only where the DRAExtendedResource gate is on (beta, on by default, from 1.36);
     a 1.34/1.35 apiserver drops it before admission, and then there is nothing to collide."""
     def cls(name):
@@ -139,6 +139,8 @@ def test_device_classes_sharing_an_extended_resource(operator, kubectl, webhook,
             "extendedResourceName": "example.com/owned-gpu"}}
     kubectl.apply_file(_write(tmp_path, "first.yaml", cls("owner-first")), check=True)
     kept = "extendedResourceName" in kubectl.json("get", "deviceclass", "owner-first")["spec"]
+    minor = int(cluster.version.removeprefix("v").split(".")[1])
+    assert kept == (minor >= 36), f"Kubernetes {cluster.version} kept extendedResourceName: {kept}"
     if kept:
         wait_for(lambda: kubectl.apply_file(_write(tmp_path, "second.yaml", cls("owner-second"))).returncode == 1,
                  "the second class to be refused", timeout=30)

@@ -91,7 +91,7 @@ def _config(raw: Mapping[str, Any], path: str) -> OpaqueConfig | None:
     params = as_dict(raw_params)
     sharing = as_dict(params.get("sharing"))
     # Only the driver's sharing kinds carry a strategy: another kind's `sharing` is device-config's finding.
-    strategy = as_str(sharing.get("strategy")) if params.get("kind") in SHARING_KINDS else None
+    strategy = as_str(sharing.get("strategy")) if as_str(params.get("kind")) in SHARING_KINDS else None
     return OpaqueConfig(
         driver=as_str(opaque.get("driver")),
         requests=tuple(r for r in as_list(raw.get("requests")) if type(r) is str),

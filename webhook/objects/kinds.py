@@ -74,4 +74,6 @@ def foreign_kind(obj: Mapping[str, Any], kind: str) -> str | None:
 
 
 def is_legacy_dra(obj: Mapping[str, Any]) -> bool:
-    return obj.get("apiVersion") in LEGACY_DRA_VERSIONS and obj.get("kind") in LEGACY_DRA_KINDS
+    version, kind = obj.get("apiVersion"), obj.get("kind")
+    # a set lookup hashes its key: a list or mapping where a string belongs would raise
+    return type(version) is str and type(kind) is str and version in LEGACY_DRA_VERSIONS and kind in LEGACY_DRA_KINDS

@@ -35,7 +35,8 @@ def _operated(obj: Mapping[str, Any]) -> bool:
     labels (nvidia.com/gpu.deploy.*), and its ClusterPolicy/GPUCluster is what this rule judges instead."""
     for ref in as_list(as_dict(obj.get("metadata")).get("ownerReferences")):
         ref = as_dict(ref)
-        if (as_str(ref.get("apiVersion")) or "").startswith("nvidia.com/") and ref.get("kind") in OPERATOR_KINDS:
+        if (as_str(ref.get("apiVersion")) or "").startswith("nvidia.com/") \
+                and as_str(ref.get("kind")) in OPERATOR_KINDS:
             return True
     return False
 

@@ -231,11 +231,11 @@ def run(args) -> int:
         # cohort report: listed once for both
         capacity = list_capacity(client, listing, policy, chunk_size=args.chunk_size, timeout=args.request_timeout,
                                  cohort_report=not namespaces)
-        explained = has_pending(listing)
+        waiting = has_pending(listing)
         for f in capacity.failures:
             if f.resource in (NODES, RESOURCE_SLICES):
                 warn(f"cannot list {f.where}: {f.reason}" +
-                     (" (Pending GPU pods are explained without them)" if explained else ""))
+                     (" (Pending GPU pods are explained without them)" if waiting else ""))
         pending = pending_gpu_pods(listing, capacity, policy)
         runtime = missing_runtime_classes(capacity, policy)
         report = None

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 from webhook.cli.exits import fail
 from webhook.cli.inputs import read_inputs
@@ -42,7 +43,8 @@ class Snapshot:
         if self._kinds is None:
             kinds: dict[str, list[dict]] = {}
             for o in self.objects:
-                kinds.setdefault(o.get("kind"), []).append(o)  # type: ignore[arg-type]
+                of = o.get("kind")
+                kinds.setdefault(of if type(of) is str else "", []).append(o)
             self._kinds = kinds
         return self._kinds.get(kind, [])
 
@@ -155,7 +157,7 @@ def _named(obj: dict, pods: list[tuple[str, str]]) -> bool:
     return (as_str(meta.get("namespace")), as_str(meta.get("name"))) in pods
 
 
-def check_drivers(context: Context, namespace: str, name: str, policy: Policy) -> None:
+def check_drivers(namespace: str, name: str, policy: Policy, context: Context) -> None:
     """A claim whose DeviceClass cannot be found, or selects devices of a driver that gpu-admission does not
     know and that no ResourceSlice publishes, cannot be explained in GPU terms."""
     inventory = context.inventory
@@ -243,7 +245,7 @@ def _explanations(args, policy: Policy) -> list[Explanation]:
         explanations.append(explain_pod(
             pod, policy=policy, resolver=resolver, occupancy=occupancy, namespace=namespace, created=created,
             scheduler=scheduler_words(pod, snapshot.events),
-            vet=lambda context, ns=namespace, n=pod_name: check_drivers(context, ns, n, policy)))
+            vet=partial(check_drivers, namespace, pod_name, policy)))
     return explanations
 
 

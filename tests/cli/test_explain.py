@@ -5,6 +5,7 @@ what the JSON names, and the text in English and Japanese (tests/golden/explain)
 from __future__ import annotations
 
 import copy
+import gc
 import json
 
 import pytest
@@ -178,6 +179,41 @@ def test_bad_input_is_one_line_and_exit_2(args, pods, cluster, message, tmp_path
     rc, out, err = _run(capsys, "explain", *given, "--cluster", saved)
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+    assert gc.isenabled()  # paused while the snapshot is read and explained, and given back on the way out
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    pytest.param(None, "no such file or directory", id="snapshot-that-does-not-exist"),
+    pytest.param("", "file is empty", id="empty-snapshot"),
+    pytest.param('{"kind": "List", "items": [', "not valid YAML", id="json-cut-short"),
+    pytest.param('{"kind": "List", "items": [7]}', "item 0: not an object", id="list-item-not-an-object"),
+    pytest.param('{"kind": "List", "items": [{"metadata": {}}]}', "item 0: has no kind", id="list-item-without-kind"),
+    pytest.param("[1, 2]", "not an object", id="json-array"),
+])
+def test_a_snapshot_that_cannot_be_read_is_one_line_and_exit_2(text, message, tmp_path, capsys):
+    saved = tmp_path / "cluster.json"
+    if text is not None:
+        saved.write_text(text, encoding="utf-8")
+    rc, out, err = _run(capsys, "explain", "pod", "train", "-n", "ml", "--cluster", str(saved))
+    assert (rc, out) == (2, "")
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+    assert gc.isenabled()
+
+
+def test_odd_shapes_in_a_snapshot_are_read_tolerantly(tmp_path, capsys):
+    odd = [{"apiVersion": "v1", "kind": "Node", "metadata": "node-x"},
+           {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "status": {"allocatable": [1]},
+            "spec": {"taints": "all"}},
+           {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bound", "namespace": "ml"},
+            "spec": {"nodeName": ["n"], "containers": "c"}, "status": {"phase": {"x": 1}}},
+           {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+            "spec": {"devices": [{"name": "d", "capacity": {"memory": {"value": ["1Gi"]}}}, 3]}},
+           {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ml"},
+            "status": {"allocation": {"devices": {"results": [{"pool": 1}, "x"]}}}}]
+    saved = _write(tmp_path / "cluster.yaml", {"apiVersion": "v1", "kind": "List", "items": [*NODES, *odd]})
+    rc, out, err = _run(capsys, "explain", _write(tmp_path / "pods.yaml", [gpu_pod("train", amount=16)]),
+                        "--cluster", saved, "-o", "json", "--lang", "en")
+    assert (rc, err) == (1, "") and json.loads(out)[0]["verdict"] == "never"
 
 
 def test_a_snapshot_that_is_not_yaml_is_one_line(tmp_path, capsys):

@@ -8,6 +8,7 @@ import json
 import pytest
 import yaml
 
+from tests.schemas import crd_errors
 from tests.support import DATA
 from webhook.cli.main import main
 
@@ -69,3 +70,33 @@ def test_audit_lists_pending_gpu_pods_with_the_same_explanation(live, kubeconfig
     assert main(["audit", "--kubeconfig", str(kubeconfig), "-n", "ml", "-o", "json", "--lang", "en"]) == 0
     results = {r["name"]: r for r in json.loads(capsys.readouterr()[0])}
     assert results["train"]["explain"]["verdict"] == "waits" and "explain" not in results["holder"]
+
+
+@pytest.mark.parametrize("args", [pytest.param((), id="all-namespaces-with-the-cohort-report"),
+                                  pytest.param(("-n", "ml"), id="one-namespace")])
+def test_audit_lists_nodes_and_resource_slices_once(live, kubeconfig, capsys, fake_api, args):
+    """The Pending pod's explanation and the cohort report read the same Nodes and ResourceSlices."""
+    assert main(["audit", "--kubeconfig", str(kubeconfig), *args, "-o", "json", "--lang", "en"]) == 0
+    results = json.loads(capsys.readouterr()[0])
+    assert next(r for r in results if r["name"] == "train")["explain"]["verdict"] == "waits"
+    assert any(r["kind"] == "Node" for r in results) is (not args)  # the cohort report, across all namespaces
+    assert len(fake_api.calls_to("nodes", "list")) == 1
+    assert len(fake_api.calls_to("resourceslices", "list")) == 1
+
+
+@pytest.mark.parametrize("output", ["policyreport", "openreports"])
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_audit_reports_carry_pending_gpu_pods_with_the_same_explanation(live, kubeconfig, capsys, output, language):
+    rc = main(["explain", "pod", "train", "-n", "ml", "--kubeconfig", str(kubeconfig), "--lang", language])
+    explained = capsys.readouterr()[0]
+    assert rc == 1
+    assert main(["audit", "--kubeconfig", str(kubeconfig), "-o", output, "--lang", language]) == 0
+    reports = list(yaml.safe_load_all(capsys.readouterr()[0]))
+    for report in reports:
+        assert crd_errors(report) == [], report["metadata"]
+    (ml,) = [r for r in reports if r["metadata"].get("namespace") == "ml"]
+    pending = [r for r in ml["results"] if r.get("properties", {}).get("verdict")]
+    assert [(r["resources"][0]["name"], r["result"], r["severity"], r["properties"]["verdict"]) for r in pending] == \
+        [("train", "warn", "low", "waits")]
+    assert pending[0]["message"] == explained.rstrip("\n")
+    assert ml["summary"]["warn"] == sum(1 for r in ml["results"] if r["result"] == "warn")

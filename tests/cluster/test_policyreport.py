@@ -5,11 +5,15 @@ import datetime
 
 import pytest
 
+from tests.schemas import crd_errors
 from webhook.audit import policyreport
 from webhook.audit.evaluate import Audited
 from webhook.audit.listing import ListFailure
-from webhook.audit.policyreport import build_reports, object_results
+from webhook.audit.pending import Pending
+from webhook.audit.policyreport import build_reports, object_results, pending_result
 from webhook.lookups.resources import DEVICE_CLASSES, ApiResource
+from webhook.policy.explain import Explanation, render_text
+from webhook.policy.messages import T
 from webhook.policy.results import Evaluation, RuleError, Violation
 from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
 
@@ -81,3 +85,38 @@ def test_a_report_too_big_for_etcd_drops_pass_results_but_keeps_counts(monkeypat
 def test_a_small_report_keeps_everything():
     (report,) = build_reports([audited(f"pod-{i}") for i in range(3)], (), now=NOW)
     assert len(report["results"]) == 3 and "annotations" not in report["metadata"]
+
+
+def _pending(verdict: str, **fields) -> Pending:
+    explanation = Explanation(pod="ml/train", verdict=verdict, cohort="dp", mechanism="device-plugin",
+                              why=T("why it is so"), fix=T("fix it so"), **fields)
+    return Pending("ml", "train", explanation, "uid-train")
+
+
+@pytest.mark.parametrize("verdict, outcome, severity", [
+    pytest.param("never", "warn", "high", id="never-schedules"),
+    pytest.param("waits", "warn", "low", id="waits-for-capacity"),
+    pytest.param("schedulable", "pass", "info", id="a-node-can-take-it"),
+])
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_a_pending_gpu_pod_is_a_result_with_its_explanation(verdict, outcome, severity, language):
+    pending = _pending(verdict)
+    (report,) = build_reports([audited("train")], (), now=NOW, pending=[pending], language=language)
+    result = report["results"][1]
+    assert (result["result"], result["severity"]) == (outcome, severity)
+    assert "rule" not in result and result["category"] == GENERAL_CATEGORY and result["policy"] == "gpu-admission"
+    assert result["message"] == render_text(pending.explanation, language)  # what `explain` prints, word for word
+    assert result["properties"] == {"verdict": verdict, "cohort": "dp", "mechanism": "device-plugin"}
+    assert result["resources"] == [{"apiVersion": "v1", "kind": "Pod", "name": "train", "namespace": "ml",
+                                    "uid": "uid-train"}]
+    assert report["summary"][outcome] == 1 + (outcome == "pass")
+    for api in (policyreport.WGPOLICY, policyreport.OPENREPORTS):
+        for built in build_reports([], (), now=NOW, pending=[pending], language=language, api=api):
+            assert crd_errors(built) == []
+
+
+def test_a_pending_pod_s_result_in_japanese_says_its_verdict_in_japanese():
+    en = pending_result(_pending("never"), TS, "en")["message"]
+    ja = pending_result(_pending("never"), TS, "ja")["message"]
+    assert en.startswith('pod "ml/train": never schedules as it is')
+    assert ja != en and "never schedules as it is" not in ja and ja.startswith('pod "ml/train": ')

@@ -1,7 +1,8 @@
 """A real control plane on loopback, as controller-runtime's envtest runs one: etcd, kube-apiserver and
 kube-controller-manager built from the pinned Go modules (tests/e2e/build.py). No kubelet and, unless asked for
-(`Cluster(scheduler=True)`, or `Scheduler` beside a running control plane), no scheduler: Pods stay Pending, which
-is all an admission webhook needs. A real node joins it where a test needs pods to run (tests/e2e/node.py).
+(`Cluster(scheduler=True)`, or `start_scheduler()` beside the running control plane), no scheduler: Pods stay
+Pending, which is all an admission webhook needs. A real node joins it where a test needs pods to run
+(tests/e2e/node.py).
 
     python tests/e2e/cluster.py up DIR     # prints one line when the API is ready; Ctrl-C stops everything
 
@@ -255,7 +256,7 @@ class Cluster:
             self._start_controller_manager()
             self._wait_controllers()
             if self.scheduler:
-                self._start_scheduler()
+                self.start_scheduler()
         except BaseException:
             self.stop()
             raise
@@ -391,13 +392,27 @@ class Cluster:
               "kube-controller-manager (the default ServiceAccount)", self.processes["kube-controller-manager"],
               self.root)
 
-    def _start_scheduler(self) -> None:
+    def start_scheduler(self) -> None:
+        """kube-scheduler, at start (`scheduler=True`) or later beside the running control plane (the modules
+        that need Pods bound start it; the others keep Pods Pending and pay nothing for it). It binds Pods to
+        a real node or to API-only Nodes, and allocates ResourceClaims against ResourceSlices published through
+        the API, as with a real kubelet and DRA driver; as system:kube-scheduler, which the bootstrap RBAC
+        grants what the scheduler needs."""
+        binary = self.chain.binary("kube-scheduler")
+        if not binary.is_file():
+            raise RuntimeError(f"no kube-scheduler in {self.chain.bin_dir}: build it with the e2e binaries")
         kubeconfig = self.root / "scheduler.kubeconfig"
-        self._spawn("kube-scheduler", [
-            str(self.chain.binary("kube-scheduler")), f"--kubeconfig={kubeconfig}",
+        proc = self._spawn("kube-scheduler", [
+            str(binary), f"--kubeconfig={kubeconfig}",
             f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
             "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--v=1",
         ])
+        time.sleep(0.5)
+        if proc.poll() is not None:
+            raise RuntimeError(f"kube-scheduler exited with {proc.returncode}; see {self.root / 'logs'}")
+
+    def stop_scheduler(self) -> None:
+        self._stop_one("kube-scheduler")
 
     def _get(self, path: str) -> bytes | None:
         pki = self.root / "pki"
@@ -445,50 +460,6 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-@dataclass
-class Scheduler:
-    """kube-scheduler from the same pinned module, started beside a running control plane on demand (the
-    modules that need Pods bound start it; the others keep Pods Pending and pay nothing for it). It binds
-    Pods to API-only Nodes and allocates ResourceClaims against ResourceSlices published through the API,
-    as with a real kubelet and DRA driver. The CA's key in `root/pki` signs its client certificate, as
-    system:kube-scheduler (the bootstrap RBAC grants that user what the scheduler needs)."""
-
-    root: Path
-    server: str
-    chain: build.Toolchain = field(default_factory=build.toolchain)
-    proc: subprocess.Popen | None = None
-
-    @property
-    def binary(self) -> Path:
-        return self.chain.binary("kube-scheduler")
-
-    def start(self) -> Scheduler:
-        if not self.binary.is_file():
-            raise RuntimeError(f"no kube-scheduler in {self.chain.bin_dir}: build it with the e2e binaries")
-        pki = self.root / "pki"
-        key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), password=None)
-        authority = _Authority(key, x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes()))  # type: ignore[arg-type]
-        cert, private = authority.issue("system:kube-scheduler")
-        _write(pki / "scheduler.crt", cert)
-        _write(pki / "scheduler.key", private, 0o600)
-        config = _write(self.root / "scheduler.kubeconfig",
-                        kubeconfig_text(self.server, pki / "ca.crt", cert=pki / "scheduler.crt",
-                                        key=pki / "scheduler.key", user="system:kube-scheduler"), 0o600)
-        (self.root / "logs").mkdir(exist_ok=True)
-        with open(self.root / "logs" / "kube-scheduler.log", "ab") as log:
-            self.proc = subprocess.Popen(
-                [str(self.binary), f"--kubeconfig={config}", "--leader-elect=false", "--secure-port=0", "--v=1"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(0.5)
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"kube-scheduler exited with {self.proc.returncode}; see {self.root / 'logs'}")
-        return self
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        terminate(proc)
 
 
 def terminate(proc: subprocess.Popen | None, timeout: float = 20) -> None:

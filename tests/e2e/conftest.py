@@ -88,6 +88,7 @@ class RunningCluster:
     etcd_url: str
     audit_log: Path
     version: str
+    control: clusterlib.Cluster  # its processes: start_scheduler() / stop_scheduler() where a module needs one
 
     def namespace(self, name: str | None = None, labels: dict[str, str] | None = None) -> str:
         """A new namespace, once its "default" ServiceAccount exists (Pods need it)."""
@@ -106,12 +107,13 @@ def cluster(tmp_path_factory) -> RunningCluster:
         root = Path(reuse).resolve()
         info = json.loads((root / "cluster.json").read_text())
         yield RunningCluster(root, root / "kubeconfig", Kubectl(root / "bin" / "kubectl", root / "kubeconfig"),
-                             info["server"], info["etcd"], root / "audit.log", info["version"])
+                             info["server"], info["etcd"], root / "audit.log", info["version"],
+                             clusterlib.Cluster(root))  # another process's cluster: a scheduler of its own only
         return
     root = tmp_path_factory.mktemp("cluster")
     with clusterlib.Cluster(root) as running:
         yield RunningCluster(root, running.kubeconfig, Kubectl(running.kubectl, running.kubeconfig),
-                             running.server, running.etcd_url, running.audit_log, running.chain.version)
+                             running.server, running.etcd_url, running.audit_log, running.chain.version, running)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
-from tests.e2e import cluster as clusterlib
 from tests.e2e.conftest import CLI, REPO, lookups_on, wait_for
 from tests.support import SEED
 
@@ -136,12 +135,12 @@ def scheduled(release, cluster):
             kubectl.apply(doc)
     kubectl.apply(B200)
     kubectl.apply(SLICE)
-    scheduler = clusterlib.Scheduler(cluster.root, cluster.server).start()
+    cluster.control.start_scheduler()
     try:
         with lookups_on(release, cluster, CAPACITY):
             yield release
     finally:
-        scheduler.stop()
+        cluster.control.stop_scheduler()
         kubectl.run("delete", "resourceslice", SLICE["metadata"]["name"], check=False)
         kubectl.run("delete", "deviceclass", "b200", "hybrid-full-gpu", "hybrid-large-gpu", check=False)
         for node, _ in NODES:

@@ -33,6 +33,7 @@ class Listing:
     objects: tuple[tuple[ApiResource, dict], ...]
     failures: tuple[ListFailure, ...]
     attempts: int  # list operations started: one per kind, or per kind and chosen namespace
+    resources: tuple[ApiResource, ...] = ()  # the kinds asked for (listed, or failed)
 
     @property
     def nothing_listed(self) -> bool:
@@ -57,7 +58,7 @@ def list_cluster(api_client: ApiClient, namespaces: tuple[str, ...] = (), *, chu
                 failures.append(ListFailure(resource, namespace, err.describe(), err.status))
                 continue
             objects.extend((resource, item) for item in items)
-    return Listing(tuple(objects), tuple(failures), attempts)
+    return Listing(tuple(objects), tuple(failures), attempts, resources)
 
 
 def _list_all(api_client, resource, namespace, chunk_size, timeout, on_page) -> list[dict]:

@@ -34,6 +34,7 @@ class Pending:
     namespace: str
     name: str
     explanation: Explanation
+    uid: str | None = None
 
 
 def is_pending(pod: dict) -> bool:
@@ -41,18 +42,24 @@ def is_pending(pod: dict) -> bool:
         (as_str(as_dict(pod.get("status")).get("phase")) or "Pending") == "Pending"
 
 
+def has_pending(listing: Listing) -> bool:
+    return any(r.kind == "Pod" and is_pending(o) for r, o in listing.objects)
+
+
 def list_capacity(api_client: ApiClient, listing: Listing, policy: Policy, *, chunk_size: int,
-                  timeout: float) -> Listing:
-    """What explain reads beside the listing, listed only when a pod is Pending (RuntimeClasses also when their
-    lookups are on): an audit of running workloads asks nothing more of the cluster."""
-    resources: tuple[ApiResource, ...]
-    if any(r.kind == "Pod" and is_pending(o) for r, o in listing.objects):
-        resources = CAPACITY
+                  timeout: float, cohort_report: bool = False) -> Listing:
+    """Everything the audit reads beside the listing, each kind listed once: what explain reads, only when a
+    pod is Pending (RuntimeClasses also when their lookups are on), and the cohort report's Nodes and
+    ResourceSlices (`cohort_report`). An audit of running workloads in chosen namespaces asks nothing more."""
+    wanted: list[ApiResource] = [NODES, RESOURCE_SLICES] if cohort_report else []
+    if has_pending(listing):
+        wanted += CAPACITY
     elif policy.lookups.runtime_classes:
-        resources = (RUNTIME_CLASSES,)
-    else:
+        wanted.append(RUNTIME_CLASSES)
+    if not wanted:
         return Listing((), (), 0)
-    return list_cluster(api_client, (), chunk_size=chunk_size, timeout=timeout, resources=resources)
+    return list_cluster(api_client, (), chunk_size=chunk_size, timeout=timeout,
+                        resources=tuple(dict.fromkeys(wanted)))
 
 
 def pending_gpu_pods(listing: Listing, capacity: Listing, policy: Policy) -> list[Pending]:
@@ -72,14 +79,14 @@ def pending_gpu_pods(listing: Listing, capacity: Listing, policy: Policy) -> lis
         found = explain_pod(pod, policy=policy, resolver=resolver, occupancy=occupancy, namespace=namespace,
                             created=True, scheduler=scheduler_words(pod))
         if found.verdict != "not-gpu":
-            out.append(Pending(namespace, as_str(meta.get("name")) or "", found))
+            out.append(Pending(namespace, as_str(meta.get("name")) or "", found, as_str(meta.get("uid"))))
     return out
 
 
 def missing_runtime_classes(capacity: Listing, policy: Policy) -> list[tuple[str, str]]:
     """(RuntimeClass, cohort) for each device-plugin cohort whose RuntimeClass the cluster lacks; nothing when
     RuntimeClasses could not be listed."""
-    if any(f.resource == RUNTIME_CLASSES for f in capacity.failures) or not capacity.attempts:
+    if RUNTIME_CLASSES not in capacity.resources or any(f.resource == RUNTIME_CLASSES for f in capacity.failures):
         return []
     names = {as_str(as_dict(o.get("metadata")).get("name")) for r, o in capacity.objects if r == RUNTIME_CLASSES}
     return [(c.runtime_class_name, c.name) for c in policy.cohorts

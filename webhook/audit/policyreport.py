@@ -6,16 +6,23 @@ aggregates alike (docs/lookups.md, PolicyReports and OpenReports, compares the t
 
 Result values: `fail` for a rule the configuration enforces, `warn` for warn/audit actions, `error`
 for a rule that raised or a kind that could not be listed, `skip` for exempt objects, `pass` for
-objects no rule fired on. Every result has the `category` of its rule (Policy Reporter groups by it)."""
+objects no rule fired on. Every result has the `category` of its rule (Policy Reporter groups by it).
+
+A Pending GPU pod also gets a result of its own, about the pod as a whole (no rule): `gpu-admission
+explain`'s explanation as the message, its verdict, cohort and mechanism as properties; `warn` of severity
+high when it never schedules as it is, `warn` of severity low when it waits for capacity that others hold,
+`pass` of severity info when a node can take it now (what keeps it Pending is outside GPU terms)."""
 from __future__ import annotations
 
 import datetime
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from webhook.audit.evaluate import Audited
 from webhook.audit.listing import ListFailure
+from webhook.audit.pending import Pending
 from webhook.lookups.resources import (
     CLUSTER_POLICY_REPORTS,
     OPEN_CLUSTER_REPORTS,
@@ -23,6 +30,7 @@ from webhook.lookups.resources import (
     POLICY_REPORTS,
     ApiResource,
 )
+from webhook.policy.explain import render_text
 from webhook.policy.messages import T, render, skip_reason
 from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
 
@@ -98,6 +106,26 @@ def object_results(a: Audited, timestamp: dict) -> list[dict]:
     return out
 
 
+# explain's verdict -> (result, severity)
+_PENDING = {"never": ("warn", "high"), "waits": ("warn", "low"), "schedulable": ("pass", "info")}
+
+
+def pending_result(p: Pending, timestamp: dict, language: str = "en") -> dict:
+    """A Pending GPU pod and why, as `gpu-admission explain` says it."""
+    e = p.explanation
+    outcome, severity = _PENDING.get(e.verdict, ("pass", "info"))
+    ref = {"apiVersion": "v1", "kind": "Pod", "name": p.name, "namespace": p.namespace}
+    if p.uid:
+        ref["uid"] = p.uid
+    properties = {"verdict": e.verdict}
+    if e.cohort:
+        properties["cohort"] = e.cohort
+    if e.mechanism:
+        properties["mechanism"] = e.mechanism
+    return _result(outcome, render_text(e, language), timestamp, severity=severity, resources=[ref],
+                   properties=properties)
+
+
 def failure_result(f: ListFailure, timestamp: dict, language: str = "en") -> dict:
     return _result("error", render(T("cannot list {where}: {reason}", where=f.where, reason=f.reason), language),
                    timestamp, properties={"resource": f.resource.qualified})
@@ -131,13 +159,16 @@ def _fit(report: dict) -> dict:
 
 
 def build_reports(audited: list[Audited], failures: tuple[ListFailure, ...], *, now: datetime.datetime,
-                  owner: dict | None = None, api: ReportApi = WGPOLICY, language: str = "en") -> list[dict]:
+                  owner: dict | None = None, api: ReportApi = WGPOLICY, language: str = "en",
+                  pending: Sequence[Pending] = ()) -> list[dict]:
     """Reports sorted by namespace, then the cluster-wide report when it has results."""
     timestamp = {"seconds": int(now.timestamp()), "nanos": 0}
     by_namespace: dict[str, list[dict]] = defaultdict(list)
     for a in audited:
         namespace = (a.obj.get("metadata") or {}).get("namespace", "") if a.resource.namespaced else ""
         by_namespace[namespace].extend(object_results(a, timestamp))
+    for p in pending:
+        by_namespace[p.namespace].append(pending_result(p, timestamp, language))
     for f in failures:
         by_namespace[f.namespace or ""].append(failure_result(f, timestamp, language))
     reports = [_report(ns, by_namespace[ns], owner, api) for ns in sorted(by_namespace) if ns]

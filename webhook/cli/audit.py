@@ -10,8 +10,8 @@ import yaml
 from webhook.audit import cohorts
 from webhook.audit.apply import apply_reports, not_served, owner_reference
 from webhook.audit.evaluate import Audited, cluster_lookups, evaluate_listing
-from webhook.audit.listing import ListFailure, list_cluster
-from webhook.audit.pending import Pending, list_capacity, missing_runtime_classes, pending_gpu_pods
+from webhook.audit.listing import ListFailure, Listing, list_cluster
+from webhook.audit.pending import Pending, has_pending, list_capacity, missing_runtime_classes, pending_gpu_pods
 from webhook.audit.policyreport import OPENREPORTS, WGPOLICY, build_reports
 from webhook.audit.progress import Progress
 from webhook.audit.table import render_table
@@ -123,7 +123,7 @@ def _cluster_notes(pending: list[Pending], runtime: list[tuple[str, str]], langu
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _policy_reports(args, client, audited, listing, namespaces, language="en") -> bool:
+def _policy_reports(args, client, audited, listing, namespaces, language="en", pending=()) -> bool:
     """Print the reports, or with --apply write them; False when something could not be done."""
     owner = None
     if args.owner_webhook:
@@ -134,7 +134,7 @@ def _policy_reports(args, client, audited, listing, namespaces, language="en") -
             return False
     api = OPENREPORTS if args.output == "openreports" else WGPOLICY
     reports = build_reports(audited, listing.failures, now=datetime.datetime.now(datetime.UTC), owner=owner,
-                            api=api, language=language)
+                            api=api, language=language, pending=pending)
     if not args.apply:
         sys.stdout.write(yaml.safe_dump_all(reports, sort_keys=False, allow_unicode=True))
         return True
@@ -151,19 +151,15 @@ def _policy_reports(args, client, audited, listing, namespaces, language="en") -
     return not any(item.outcome == "failed" for item in applied)
 
 
-def _cohort_report(client, policy, args) -> tuple[cohorts.CohortReport | None, tuple[ListFailure, ...]]:
-    """Nodes and ResourceSlices listed for the cohort report; without Nodes there is no report, without
-    ResourceSlices no DRA owner is known (both said as kinds that could not be listed)."""
-    nodes = list_cluster(client, (), chunk_size=args.chunk_size, timeout=args.request_timeout, resources=(NODES,))
-    slices = list_cluster(client, (), chunk_size=args.chunk_size, timeout=args.request_timeout,
-                          resources=(RESOURCE_SLICES,))
-    failures = nodes.failures + slices.failures
-    for f in failures:
-        warn(f"cannot list {f.where}: {f.reason}")
-    if nodes.failures:
+def _cohort_report(capacity: Listing, policy) -> tuple[cohorts.CohortReport | None, tuple[ListFailure, ...]]:
+    """The cohort report from the Nodes and ResourceSlices listed with the capacity; without Nodes there is no
+    report, without ResourceSlices no DRA owner is known (both said as kinds that could not be listed)."""
+    failures = tuple(f for f in capacity.failures if f.resource in (NODES, RESOURCE_SLICES))
+    if any(f.resource == NODES for f in failures):
         return None, failures
-    return cohorts.build([o for _, o in nodes.objects], None if slices.failures else [o for _, o in slices.objects],
-                         policy), failures
+    slices = None if any(f.resource == RESOURCE_SLICES for f in failures) else \
+        [o for r, o in capacity.objects if r == RESOURCE_SLICES]
+    return cohorts.build([o for r, o in capacity.objects if r == NODES], slices, policy), failures
 
 
 def _empty_cohorts(report: cohorts.CohortReport | None, policy) -> list[tuple[str, dict]]:
@@ -231,16 +227,22 @@ def run(args) -> int:
             if isinstance(lookups, ClusterResolver):
                 lookups.close()
         progress.finish()
-        capacity = list_capacity(client, listing, policy, chunk_size=args.chunk_size, timeout=args.request_timeout)
+        # Nodes and ResourceSlices serve both the Pending pods' explanations and (across all namespaces) the
+        # cohort report: listed once for both
+        capacity = list_capacity(client, listing, policy, chunk_size=args.chunk_size, timeout=args.request_timeout,
+                                 cohort_report=not namespaces)
+        waiting = has_pending(listing)
         for f in capacity.failures:
-            if f.resource.plural in ("nodes", "resourceslices"):
-                warn(f"cannot list {f.where}: {f.reason} (Pending GPU pods are explained without them)")
+            if f.resource in (NODES, RESOURCE_SLICES):
+                warn(f"cannot list {f.where}: {f.reason}" +
+                     (" (Pending GPU pods are explained without them)" if waiting else ""))
         pending = pending_gpu_pods(listing, capacity, policy)
         runtime = missing_runtime_classes(capacity, policy)
         report = None
         if not namespaces:
-            report, node_failures = _cohort_report(client, policy, args)
-            listing = type(listing)(listing.objects, listing.failures + node_failures, listing.attempts)
+            report, node_failures = _cohort_report(capacity, policy)
+            listing = type(listing)(listing.objects, listing.failures + node_failures, listing.attempts,
+                                    listing.resources)
             if report is not None:
                 audited += cohorts.audited(report, policy)
         empty = _empty_cohorts(report, policy)
@@ -274,7 +276,7 @@ def run(args) -> int:
         elif args.output not in REPORTS:
             write_ci_output(args.output, _subjects(audited), policy, name="gpu-admission audit",
                             input_errors=[f"cannot list {f.where}: {f.reason}" for f in listing.failures])
-        elif not _policy_reports(args, client, audited, listing, namespaces, policy.language):
+        elif not _policy_reports(args, client, audited, listing, namespaces, policy.language, pending):
             return EXIT_ERROR
         elif args.apply and not args.fail_on_findings:
             return EXIT_OK  # a CronJob that writes reports succeeds when they are written

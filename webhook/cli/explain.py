@@ -2,24 +2,28 @@
 (kubeconfig as `audit`) or a saved snapshot of it."""
 from __future__ import annotations
 
+import gc
 import json
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 from webhook.cli.exits import fail
 from webhook.cli.inputs import read_inputs
 from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
 from webhook.config.model import Policy
-from webhook.handlers.context import build_context
 from webhook.handlers.explain import explain_pod
 from webhook.lookups.base import NoLookups
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.access import as_dict, as_str
+from webhook.objects.claims import claim_spec
 from webhook.objects.occupancy import build as build_occupancy
 from webhook.objects.occupancy import scheduler_words
-from webhook.objects.podspec import pod_view
-from webhook.policy.explain import explanation_dict, render_text
+from webhook.policy.context import Context
+from webhook.policy.explain import Explanation, explanation_dict, render_text
 
 SNAPSHOT_HINT = "kubectl get nodes,pods,resourceslices,resourceclaims,deviceclasses -A -o yaml"
 PENDING = frozenset({"waits", "never"})
@@ -33,9 +37,20 @@ class Snapshot:
 
     objects: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    _kinds: dict[str, list[dict]] | None = None  # the objects by kind, indexed on the first question
 
     def of_kind(self, kind: str) -> list[dict]:
-        return [o for o in self.objects if o.get("kind") == kind]
+        if self._kinds is None:
+            kinds: dict[str, list[dict]] = {}
+            for o in self.objects:
+                of = o.get("kind")
+                kinds.setdefault(of if type(of) is str else "", []).append(o)
+            self._kinds = kinds
+        return self._kinds.get(kind, [])
+
+    def replace(self, objects: list[dict]) -> None:
+        self.objects = objects
+        self._kinds = None
 
 
 class ExplainError(Exception):
@@ -73,9 +88,9 @@ def _read_snapshot(path: str) -> Snapshot:
     inputs = read_inputs([path])
     if inputs.errors:
         raise ExplainError(inputs.errors[0])
-    objects = [d.obj for d in inputs.documents]
-    snapshot = Snapshot([o for o in objects if o.get("kind") != "Event"],
-                        [o for o in objects if o.get("kind") == "Event"])
+    snapshot = Snapshot()
+    for d in inputs.documents:
+        (snapshot.events if d.obj.get("kind") == "Event" else snapshot.objects).append(d.obj)
     if not snapshot.of_kind("Node"):
         raise ExplainError(f"{path}: the snapshot holds no Node; save one with `{SNAPSHOT_HINT}`")
     return snapshot
@@ -142,26 +157,20 @@ def _named(obj: dict, pods: list[tuple[str, str]]) -> bool:
     return (as_str(meta.get("namespace")), as_str(meta.get("name"))) in pods
 
 
-def check_drivers(pod: dict, namespace: str, policy: Policy, resolver: BundleResolver) -> None:
+def check_drivers(namespace: str, name: str, policy: Policy, context: Context) -> None:
     """A claim whose DeviceClass cannot be found, or selects devices of a driver that gpu-admission does not
     know and that no ResourceSlice publishes, cannot be explained in GPU terms."""
-    view = pod_view(pod, "Pod", namespace)
-    if view is None:
-        return
-    context = build_context(pod, "Pod", namespace, policy=policy, resolver=resolver, view=view)
     inventory = context.inventory
     published = {d.driver for d in (inventory.devices or ())} if inventory is not None else set()
-    for (kind, name), found in context.claims.items():
+    for (kind, claim), found in context.claims.items():
         if not found.found:
-            raise ExplainError(f'pod "{namespace}/{view.name}": {kind} "{name}": {found.reason}')
-        from webhook.objects.claims import claim_spec
-
+            raise ExplainError(f'pod "{namespace}/{name}": {kind} "{claim}": {found.reason}')
         for request in claim_spec(found.value, kind).requests:
             for leaf in request.leaves():
                 info = context.device_class(leaf.device_class)
                 if info is None:
                     reason = context.class_misses.get(leaf.device_class or "", "not found")
-                    raise ExplainError(f'{kind} "{namespace}/{name}": DeviceClass "{leaf.device_class}": {reason}')
+                    raise ExplainError(f'{kind} "{namespace}/{claim}": DeviceClass "{leaf.device_class}": {reason}')
                 if info.driver not in policy.gpu_drivers and info.driver not in published and \
                         info.name not in policy.device_classes:
                     named = _DRIVER.search(" ".join(info.selectors or ()))
@@ -169,7 +178,7 @@ def check_drivers(pod: dict, namespace: str, policy: Policy, resolver: BundleRes
                     if driver in published:
                         continue
                     raise ExplainError(
-                        f'{kind} "{namespace}/{name}": DeviceClass "{info.name}" selects devices of driver '
+                        f'{kind} "{namespace}/{claim}": DeviceClass "{info.name}" selects devices of driver '
                         f'"{driver}", which gpu-admission does not know and no ResourceSlice publishes '
                         f"(GPU drivers: {', '.join(sorted(policy.gpu_drivers))})")
 
@@ -183,50 +192,73 @@ def _uses_dra(pod: dict, snapshot: Snapshot) -> bool:
         "deviceclass.resource.kubernetes.io/" in json.dumps(spec.get("containers"))
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The snapshot of a large cluster is a million objects that live until explain answers: the cyclic
+    garbage collector's passes over them cost as much as the explanation (bench/explain.py), and they free
+    nothing. Paused while the snapshot is read and explained."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _explanations(args, policy: Policy) -> list[Explanation]:
+    target = args.target
+    asked: list[tuple[dict, bool]] = []  # (pod, created)
+    if target[0] == "pod":
+        name = target[1]
+        snapshot = _read_snapshot(args.cluster) if args.cluster else _live_snapshot(args, [(args.namespace, name)])
+        found = [p for p in snapshot.of_kind("Pod") if as_dict(p.get("metadata")).get("name") == name
+                 and _named(p, [(args.namespace, name)])]
+        if not found:
+            raise ExplainError(f'pod "{args.namespace}/{name}" not found' +
+                               (f" in {args.cluster}" if args.cluster else ""))
+        asked.append((found[0], True))
+    else:
+        inputs = read_inputs(target)
+        if inputs.errors:
+            raise ExplainError(inputs.errors[0])
+        pods = [d.obj for d in inputs.documents if d.obj.get("kind") == "Pod"]
+        if not pods:
+            raise ExplainError(f"{', '.join(target)}: holds no Pod")
+        named = [(as_str(as_dict(p.get("metadata")).get("namespace")) or args.namespace,
+                  as_str(as_dict(p.get("metadata")).get("name")) or "") for p in pods]
+        snapshot = _read_snapshot(args.cluster) if args.cluster else _live_snapshot(args, [])
+        # the file's other documents (claims, classes) resolve with the snapshot's
+        snapshot.replace([o for o in snapshot.objects if not (o.get("kind") == "Pod" and _named(o, named))] +
+                         [d.obj for d in inputs.documents if d.obj.get("kind") != "Pod"])
+        asked.extend((p, False) for p in pods)
+    objects = snapshot.objects if any(_uses_dra(p, snapshot) for p, _ in asked) else \
+        [o for o in snapshot.objects if o.get("kind") != "ResourceSlice"]
+    resolver = BundleResolver(objects, default_namespace=args.namespace,
+                              fallback=NoLookups("not found in the cluster"))
+    occupancy = build_occupancy(snapshot.of_kind("Pod"), snapshot.of_kind("ResourceClaim"))
+    explanations = []
+    for pod, created in asked:
+        meta = as_dict(pod.get("metadata"))
+        namespace = as_str(meta.get("namespace")) or args.namespace
+        pod_name = as_str(meta.get("name")) or ""
+        explanations.append(explain_pod(
+            pod, policy=policy, resolver=resolver, occupancy=occupancy, namespace=namespace, created=created,
+            scheduler=scheduler_words(pod, snapshot.events),
+            vet=partial(check_drivers, namespace, pod_name, policy)))
+    return explanations
+
+
 def run(args) -> int:
     target = args.target
-    by_name = target[0] == "pod"
-    if by_name and len(target) != 2:
+    if target[0] == "pod" and len(target) != 2:
         return fail("explain pod NAME: give one pod name (or FILE ... for manifests)", command="explain")
     policy = load_policy_or_exit(args)
     if policy is None:
         return EXIT_ERROR
     try:
-        asked: list[tuple[dict, bool]] = []  # (pod, created)
-        if by_name:
-            name = target[1]
-            snapshot = _read_snapshot(args.cluster) if args.cluster else _live_snapshot(args, [(args.namespace, name)])
-            found = [p for p in snapshot.of_kind("Pod") if _named(p, [(args.namespace, name)])]
-            if not found:
-                raise ExplainError(f'pod "{args.namespace}/{name}" not found' +
-                                   (f" in {args.cluster}" if args.cluster else ""))
-            asked.append((found[0], True))
-        else:
-            inputs = read_inputs(target)
-            if inputs.errors:
-                raise ExplainError(inputs.errors[0])
-            pods = [d.obj for d in inputs.documents if d.obj.get("kind") == "Pod"]
-            if not pods:
-                raise ExplainError(f"{', '.join(target)}: holds no Pod")
-            named = [(as_str(as_dict(p.get("metadata")).get("namespace")) or args.namespace,
-                      as_str(as_dict(p.get("metadata")).get("name")) or "") for p in pods]
-            snapshot = _read_snapshot(args.cluster) if args.cluster else _live_snapshot(args, [])
-            # the file's other documents (claims, classes) resolve with the snapshot's
-            snapshot.objects.extend(d.obj for d in inputs.documents if d.obj.get("kind") != "Pod")
-            snapshot.objects = [o for o in snapshot.objects if not (o.get("kind") == "Pod" and _named(o, named))]
-            asked.extend((p, False) for p in pods)
-        objects = snapshot.objects if any(_uses_dra(p, snapshot) for p, _ in asked) else \
-            [o for o in snapshot.objects if o.get("kind") != "ResourceSlice"]
-        resolver = BundleResolver(objects, default_namespace=args.namespace,
-                                  fallback=NoLookups("not found in the cluster"))
-        occupancy = build_occupancy(snapshot.of_kind("Pod"), snapshot.of_kind("ResourceClaim"))
-        explanations = []
-        for pod, created in asked:
-            namespace = as_str(as_dict(pod.get("metadata")).get("namespace")) or args.namespace
-            check_drivers(pod, namespace, policy, resolver)
-            explanations.append(explain_pod(pod, policy=policy, resolver=resolver, occupancy=occupancy,
-                                            namespace=namespace, created=created,
-                                            scheduler=scheduler_words(pod, snapshot.events)))
+        with _collector_paused():
+            explanations = _explanations(args, policy)
     except ExplainError as exc:
         return fail(str(exc), command="explain")
     language = policy.language

@@ -80,8 +80,11 @@ def build_context(obj: dict, kind: str, namespace: str, *, policy: Policy, resol
     # The cluster's capacity matters only to a pod asking for extended resources or claims.
     inventory = resolver.inventory() if (extended_wanted or claims) else None
     # Which RuntimeClasses exist matters only to a pod that default-runtime-class may give one.
-    runtime = resolver.runtime_classes() if extended_wanted else None
-    runtime_classes = runtime.value if runtime is not None and runtime.found else None
+    runtime_classes = None
+    if extended_wanted:
+        runtime = resolver.runtime_classes()
+        if runtime.found:
+            runtime_classes = runtime.value
     if not (claims or class_names or env_sources or listed or labels):
         # The request's user matters only to the policy's exceptions.
         if inventory is None and runtime_classes is None and not operator and (not user or not policy.exceptions):

@@ -213,8 +213,10 @@ def slice_counters(obj: Mapping[str, Any]) -> dict[tuple[str, str, str], dict[st
     return out
 
 
-def read_slice(obj: Mapping[str, Any]) -> list[Device]:
-    """The devices of one ResourceSlice (resource.k8s.io v1, v1beta2; v1beta1's `basic` wrapper too)."""
+def read_slice(obj: Mapping[str, Any], views: dict[str, dict[str, Any]] | None = None) -> list[Device]:
+    """The devices of one ResourceSlice (resource.k8s.io v1, v1beta2; v1beta1's `basic` wrapper too).
+    `views`: the views read so far, by what they were read from: the devices of a large cluster are a few
+    models, so their views are read once and shared (read-only; a selector's verdict on one is kept)."""
     spec = as_dict(obj.get("spec"))
     driver = as_str(spec.get("driver")) or ""
     node = as_str(spec.get("nodeName")) or ""
@@ -226,6 +228,18 @@ def read_slice(obj: Mapping[str, Any]) -> list[Device]:
         if not name:
             continue
         body = as_dict(raw.get("basic")) or raw
+        consumes = tuple((counter_set, counter, amount) for c in as_list(body.get("consumesCounters"))
+                         if (counter_set := as_str(as_dict(c).get("counterSet")))
+                         for counter, amount in _counter_values(as_dict(c).get("counters")).items())
+        taints = _taints(body.get("taints"))
+        read_from = ""
+        if views is not None:
+            read_from = repr((driver, body.get("attributes"), body.get("capacity"),
+                              body.get("allowMultipleAllocations")))
+            seen = views.get(read_from)
+            if seen is not None:
+                out.append(Device(node, driver, pool, name, seen, taints, consumes))
+                continue
         attributes: dict[str, dict[str, Any]] = {driver: {}}
         for key, value in as_dict(body.get("attributes")).items():
             read = _attribute(as_dict(value)) if type(key) is str else None
@@ -245,11 +259,10 @@ def read_slice(obj: Mapping[str, Any]) -> list[Device]:
                 capacity.setdefault(domain, {})[short] = amount
         view = {"driver": driver, "attributes": attributes, "capacity": capacity,
                 "allowMultipleAllocations": body.get("allowMultipleAllocations") is True}
-        consumes = tuple((counter_set, counter, amount) for c in as_list(body.get("consumesCounters"))
-                         if (counter_set := as_str(as_dict(c).get("counterSet")))
-                         for counter, amount in _counter_values(as_dict(c).get("counters")).items())
+        if views is not None:
+            views[read_from] = view
         # a dict: the CEL runtime reads plain dicts
-        out.append(Device(node, driver, pool, name, view, _taints(body.get("taints")), consumes))
+        out.append(Device(node, driver, pool, name, view, taints, consumes))
     return out
 
 
@@ -350,7 +363,8 @@ def build(nodes: Iterable[Mapping[str, Any]] | None, slices: Iterable[Mapping[st
     counters: dict[tuple[str, str, str], dict[str, int]] = {}
     if slices is not None:
         slices = list(slices)
-        devices = taint_rules(tuple(d for s in slices for d in read_slice(s)), rules)
+        views: dict[str, dict[str, Any]] = {}
+        devices = taint_rules(tuple(d for s in slices for d in read_slice(s, views)), rules)
         for s in slices:
             counters.update(slice_counters(s))
     node_pools = None if pools is None else tuple(p for p in map(read_node_pool, pools) if p is not None)

@@ -52,18 +52,31 @@ class Holder:
 
 @dataclass(slots=True)
 class Occupancy:
-    # node -> resource -> the pods holding it there
+    # node -> the pods bound to it that have not finished: what they hold is read when the node is asked about
+    pods: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    # node -> resource -> the pods holding it there (each node read once, on the first question)
     by_node: dict[str, dict[str, list[Holder]]] = field(default_factory=dict)
     # (driver, pool, device) -> the claims ("namespace/name") whose allocation holds it
     held: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
     # (namespace, name) -> the ResourceClaim, for a pod's own claims and their allocation
     claims: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
 
+    def _on(self, node: str) -> dict[str, list[Holder]]:
+        found = self.by_node.get(node)
+        if found is None:
+            found = self.by_node[node] = {}
+            for pod in self.pods.get(node, ()):
+                meta = as_dict(pod.get("metadata"))
+                who = f"{as_str(meta.get('namespace')) or ''}/{as_str(meta.get('name')) or ''}"
+                for resource, amount in pod_requests(as_dict(pod.get("spec"))).items():
+                    found.setdefault(resource, []).append(Holder(who, amount))
+        return found
+
     def used(self, node: str, resource: str) -> float:
-        return sum(h.amount for h in self.by_node.get(node, {}).get(resource, ()))
+        return sum(h.amount for h in self._on(node).get(resource, ()))
 
     def holders(self, node: str, resource: str) -> list[Holder]:
-        return self.by_node.get(node, {}).get(resource, [])
+        return self._on(node).get(resource, [])
 
 
 def allocated_devices(claim: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -79,19 +92,13 @@ def allocated_devices(claim: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def build(pods: Iterable[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]]) -> Occupancy:
+    """Indexed once: pods by the node they are bound to (what each requests is read only for the nodes
+    asked about: a cluster's other cohorts cost nothing), devices by the claims whose allocation holds them."""
     out = Occupancy()
     for pod in pods:
-        spec = as_dict(pod.get("spec"))
-        node = as_str(spec.get("nodeName"))
-        if not node or as_str(as_dict(pod.get("status")).get("phase")) in _DONE:
-            continue
-        meta = as_dict(pod.get("metadata"))
-        who = f"{as_str(meta.get('namespace')) or ''}/{as_str(meta.get('name')) or ''}"
-        slot = None
-        for resource, amount in pod_requests(spec).items():
-            if slot is None:
-                slot = out.by_node.setdefault(node, {})
-            slot.setdefault(resource, []).append(Holder(who, amount))
+        node = as_dict(pod.get("spec")).get("nodeName")
+        if type(node) is str and node and as_str(as_dict(pod.get("status")).get("phase")) not in _DONE:
+            out.pods.setdefault(node, []).append(pod)
     for claim in claims:
         meta = as_dict(claim.get("metadata"))
         namespace, name = as_str(meta.get("namespace")) or "", as_str(meta.get("name")) or ""

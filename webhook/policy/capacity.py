@@ -136,16 +136,20 @@ def verdicts(inventory: Inventory, expressions: tuple[str, ...],
             found = None
         else:
             out = []
+            by_view: dict[int, Verdict] = {}  # devices of one model share their view (inventory.read_slice)
             for device in inventory.devices or ():
-                passed, reason = 0, ""
-                for program in programs:
-                    result = evaluate(program, device.view)
-                    if result is True:
-                        passed += 1
-                        continue
-                    reason = "false" if result is False else str(result)
-                    break
-                out.append(Verdict(passed, passed == len(programs), reason))
+                verdict = by_view.get(id(device.view))
+                if verdict is None:
+                    passed, reason = 0, ""
+                    for program in programs:
+                        result = evaluate(program, device.view)
+                        if result is True:
+                            passed += 1
+                            continue
+                        reason = "false" if result is False else str(result)
+                        break
+                    verdict = by_view[id(device.view)] = Verdict(passed, passed == len(programs), reason)
+                out.append(verdict)
             found = tuple(out)
         _keep(inventory.matches, expressions, found)
     return found

@@ -193,7 +193,9 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             try:
                 records = mutation.mutate(target, facts, policy, context) if not debug else \
                     hide_gpus.mutate(target, facts, policy, context, ephemeral=added_ephemeral)
-                if mutation is default_runtime_class and context.runtime_classes is not None and not debug:
+                # RuntimeClasses known (lookups on): what default-runtime-class withheld is said (tested first:
+                # None on the webhook's usual path, one attribute read per mutation)
+                if context.runtime_classes is not None and mutation is default_runtime_class and not debug:
                     reported.extend(
                         Violation(rule, Action.AUDIT if action is Action.AUDIT else Action.WARN, f.path,
                                   line(policy, rule, view.subject, f.what, f.why, f.fix, plan.language))

@@ -40,7 +40,8 @@ def test_actionlint_finds_nothing_in_the_workflows(actionlint):
     pytest.param(("${{ github.repository }}", "${{ github.repositry }}"), 'property "repositry" is not defined',
                  id="unknown-context-property"),
     pytest.param(("needs: build", "needs: built"), 'needs job "built" which does not exist', id="unknown-job"),
-    pytest.param(("id-token: write", "id-token: sign"), '"sign" is invalid as permission of scope "id-token"', id="bad-permission"),
+    pytest.param(("id-token: write", "id-token: sign"), '"sign" is invalid as permission of scope "id-token"',
+                 id="bad-permission"),
 ])
 def test_actionlint_reports_a_mistake_in_a_copy(actionlint, tmp_path, change, message):
     (tmp_path / ".github" / "workflows").mkdir(parents=True)

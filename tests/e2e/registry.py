@@ -102,10 +102,12 @@ class Registry:
                 return None
             raise
 
-    def pulls(self, repository: str, digest: str) -> int:
-        """GETs of the manifest by that digest in the registry's access log (a client pulling it)."""
+    def pulls(self, repository: str, digest: str, client: str = "containerd/") -> int:
+        """GETs of the manifest by that digest in the registry's access log by a client (its User-Agent's start):
+        containerd pulling it, not cosign reading what it verifies."""
         needle = f'"GET /v2/{repository}/manifests/{digest} '
-        return sum(needle in line for line in self.log.read_text(errors="replace").splitlines())
+        lines = self.log.read_text(errors="replace").splitlines()
+        return sum(needle in line and f'"{client}' in line for line in lines)
 
 
 def tampered_layout(archive: Path, out: Path) -> tuple[Path, str]:

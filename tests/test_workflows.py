@@ -62,7 +62,7 @@ def test_the_release_workflow_builds_with_make_release_and_publishes_by_digest_s
     assert workflow[True]["push"]["tags"] == ["v*"]  # YAML 1.1 reads the key `on` as true
     assert workflow["permissions"] == {}
     build = "\n".join(s.get("run", "") for s in _steps("build"))
-    assert "make release" in build and 'pyproject.toml' in build
+    assert "make release-check" in build and 'pyproject.toml' in build
     publish = workflow["jobs"]["publish"]
     assert publish["permissions"]["id-token"] == "write"  # keyless: GitHub's OIDC token for Fulcio
     run = "\n".join(s.get("run", "") for s in publish["steps"])

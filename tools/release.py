@@ -64,6 +64,7 @@ def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 def _copy_sources(destination: Path, epoch: int) -> Path:
     """The package's sources, without caches, every file and folder dated `epoch`."""
+    destination.mkdir(parents=True)
     for name in SOURCES:
         source = REPO / name
         if source.is_dir():

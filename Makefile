@@ -14,7 +14,7 @@ WHEELHOUSE := build/wheelhouse
 WHEELHOUSE_STAMP := $(WHEELHOUSE)/.complete
 IMAGE := $(DIST)/gpu-admission-$(VERSION).oci.tar
 
-.PHONY: install wheelhouse image release release-check tools test lint e2e e2e-cluster run bench certs schema docs messages lock chart clean intree
+.PHONY: install wheelhouse wheelhouse-arm64 image release release-check tools test lint e2e e2e-cluster run bench certs schema docs messages lock chart clean intree
 
 # The runtime dependencies at the lock's versions first (what the image runs), then the project and
 # its test tools.
@@ -53,6 +53,8 @@ $(WHEELHOUSE_ARM64_STAMP): requirements.lock $(WHEELHOUSE_STAMP)
 		--platform manylinux2014_aarch64 -r requirements.lock --dest $(WHEELHOUSE_ARM64)
 	cp $(WHEELHOUSE)/setuptools-*.whl $(WHEELHOUSE_ARM64)/
 	touch $@
+
+wheelhouse-arm64: $(WHEELHOUSE_ARM64_STAMP)
 
 # The Dockerfile built with buildah, no registry needed (tools/image.sh says how): dist/gpu-admission-<version>.oci.tar,
 # holding docker.io/library/gpu-admission:<version>. Rebuilt when what goes into the image changes.

@@ -258,7 +258,7 @@ def test_the_image_is_pulled_from_the_registry_by_the_digest_that_was_signed(dep
     assert deployed.image in listed
     assert not [name for name in listed if "gpu-admission" in name and deployed.registry.host not in name]
     release = deployed.helm.status(RELEASE)
-    assert release["chart"]["metadata"]["version"] == VERSION
+    assert release["chart_version"] == VERSION  # installed from the registry by that version
     verified = json.loads(deployed.cosign.verify(deployed.image).stdout)
     assert [v["critical"]["image"]["docker-manifest-digest"] for v in verified] == [deployed.digest]
     chart = f"{deployed.registry.host}/{CHARTS}/gpu-admission@{deployed.chart_digest}"

@@ -46,7 +46,7 @@ wheelhouse: $(WHEELHOUSE_STAMP)
 # and aarch64 wheels alike); the build backend is pure Python, copied.
 WHEELHOUSE_ARM64 := build/wheelhouse-arm64
 WHEELHOUSE_ARM64_STAMP := $(WHEELHOUSE_ARM64)/.complete
-$(WHEELHOUSE_ARM64_STAMP): requirements.lock $(WHEELHOUSE_STAMP)
+$(WHEELHOUSE_ARM64_STAMP): requirements.lock | $(WHEELHOUSE_STAMP)
 	$(BIN)/pip download --quiet --disable-pip-version-check --require-hashes --no-deps --only-binary=:all: \
 		--implementation cp --python-version 3.11 --abi cp311 \
 		$(foreach glibc,17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36,--platform manylinux_2_$(glibc)_aarch64) \

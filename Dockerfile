@@ -34,11 +34,13 @@ RUN python3 -m venv "$VIRTUAL_ENV"
 # The runtime dependencies from requirements.lock (`make lock` compiles it from pyproject.toml), every
 # file checked against its hash, so that two builds install the same bytes; then the project itself
 # with no dependency resolution of its own (only its build backend, setuptools, comes from the index).
+# The bytecode records a hash of each source, not its modification time (the time of this build): two builds of
+# the same sources write the same .pyc files (the root filesystem is read-only, so no source changes under them).
 COPY requirements.lock pyproject.toml README.md ./
 COPY webhook ./webhook
 RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements.lock \
  && pip install --no-cache-dir --no-deps . \
- && python -m compileall -q "$VIRTUAL_ENV" \
+ && python -m compileall -q --invalidation-mode unchecked-hash "$VIRTUAL_ENV" \
  && pip uninstall --yes pip
 
 FROM python AS runtime

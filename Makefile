@@ -14,7 +14,7 @@ WHEELHOUSE := build/wheelhouse
 WHEELHOUSE_STAMP := $(WHEELHOUSE)/.complete
 IMAGE := $(DIST)/gpu-admission-$(VERSION).oci.tar
 
-.PHONY: install wheelhouse image test lint e2e e2e-cluster run bench certs schema docs messages lock chart clean intree
+.PHONY: install wheelhouse wheelhouse-arm64 image release release-check tools test lint e2e e2e-cluster run bench certs schema docs messages lock chart clean intree
 
 # The runtime dependencies at the lock's versions first (what the image runs), then the project and
 # its test tools.
@@ -41,14 +41,53 @@ $(WHEELHOUSE_STAMP): requirements.lock pyproject.toml | $(STAMP)
 
 wheelhouse: $(WHEELHOUSE_STAMP)
 
+# The lock's aarch64 files, for the arm64 image: pip downloads for that platform (glibc 2.17 to 2.36, bookworm's),
+# each file checked against the lock's hashes, which pip-compile took from every file of each version (the amd64
+# and aarch64 wheels alike); the build backend is pure Python, copied.
+WHEELHOUSE_ARM64 := build/wheelhouse-arm64
+WHEELHOUSE_ARM64_STAMP := $(WHEELHOUSE_ARM64)/.complete
+$(WHEELHOUSE_ARM64_STAMP): requirements.lock | $(WHEELHOUSE_STAMP)
+	$(BIN)/pip download --quiet --disable-pip-version-check --require-hashes --no-deps --only-binary=:all: \
+		--implementation cp --python-version 3.11 --abi cp311 \
+		$(foreach glibc,17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36,--platform manylinux_2_$(glibc)_aarch64) \
+		--platform manylinux2014_aarch64 -r requirements.lock --dest $(WHEELHOUSE_ARM64)
+	cp $(WHEELHOUSE)/setuptools-*.whl $(WHEELHOUSE_ARM64)/
+	touch $@
+
+wheelhouse-arm64: $(WHEELHOUSE_ARM64_STAMP)
+
 # The Dockerfile built with buildah, no registry needed (tools/image.sh says how): dist/gpu-admission-<version>.oci.tar,
 # holding docker.io/library/gpu-admission:<version>. Rebuilt when what goes into the image changes.
-$(IMAGE): Dockerfile .dockerignore requirements.lock pyproject.toml README.md tools/image.sh $(WHEELHOUSE_STAMP) \
+IMAGE_INPUTS := Dockerfile .dockerignore requirements.lock pyproject.toml README.md tools/image.sh \
 		$(shell find webhook -type f -not -name '*.py[co]' 2>/dev/null)
+$(IMAGE): $(IMAGE_INPUTS) $(WHEELHOUSE_STAMP)
 	tools/image.sh $(VERSION) $@ $(WHEELHOUSE) >/dev/null
 
 image: $(IMAGE)
 	@echo $(IMAGE)
+
+# The arm64 image (under emulation: tools/binfmt.sh), and the image index of both that a release publishes.
+IMAGE_ARM64 := $(DIST)/gpu-admission-$(VERSION)-arm64.oci.tar
+IMAGE_INDEX := $(DIST)/gpu-admission-$(VERSION)-index.oci.tar
+$(IMAGE_ARM64): $(IMAGE_INPUTS) tools/binfmt.sh $(WHEELHOUSE_ARM64_STAMP)
+	tools/image.sh $(VERSION) $@ $(WHEELHOUSE_ARM64) arm64 >/dev/null
+$(IMAGE_INDEX): $(IMAGE) $(IMAGE_ARM64) tools/image_index.py
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
+		$(BIN)/python -m tools.image_index $@ $(IMAGE) $(IMAGE_ARM64)
+
+# Everything a release publishes, in dist/release (tools/release.py says what and how it stays reproducible): the
+# wheel and sdist (twine-checked), the image index's OCI archive (amd64 and arm64), the chart package, each image's
+# CycloneDX SBOM and SHA256SUMS. .github/workflows/release.yaml runs this, then publishes and signs.
+RELEASE_DIR := $(DIST)/release
+release: $(STAMP) $(WHEELHOUSE_STAMP) $(IMAGE_INDEX)
+	$(BIN)/python -m tools.release $(RELEASE_DIR) $(IMAGE_INDEX) amd64=$(IMAGE)=$(WHEELHOUSE) \
+		arm64=$(IMAGE_ARM64)=$(WHEELHOUSE_ARM64)
+
+# What `make release` wrote, checked (tests/release): checksums, the packages, the image index, the SBOMs against the
+# images and the lock, a second run's bytes, and the arm64 image's entry point under emulation. Not part of
+# `make e2e` (the arm64 build under emulation alone takes longer than the e2e's budget); .ci/run runs it.
+release-check: release
+	$(BIN)/pytest -m release tests/release
 
 test: install wheelhouse
 	$(BIN)/pytest

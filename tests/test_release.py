@@ -3,6 +3,7 @@ string for the package, the chart and the image, a hash-pinned lock of the runti
 with pyproject.toml, and `make chart`'s versioned archive that Helm loads, renders and lints."""
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
@@ -144,7 +145,8 @@ def test_make_chart_packages_a_versioned_archive_helm_loads(tmp_path):
         chart_yaml = yaml.safe_load(tar.extractfile("gpu-admission/Chart.yaml").read())
         names = tar.getnames()
     assert (chart_yaml["version"], chart_yaml["appVersion"]) == (VERSION, VERSION)
-    for needed in ("values.yaml", "values.schema.json", "templates/deployment.yaml", "templates/webhooks.yaml"):
+    for needed in ("values.yaml", "values.schema.json", "templates/deployment.yaml", "templates/webhooks.yaml",
+                   "README.md"):
         assert f"gpu-admission/{needed}" in names
     assert not [n for n in names if "/tests/" in n or n.endswith((".pyc", ".orig"))]
     chart = helm_python.Chart.load_archive(archive.read_bytes())  # as `helm install` reads the archive
@@ -156,3 +158,81 @@ def test_make_chart_packages_a_versioned_archive_helm_loads(tmp_path):
     assert {"Deployment", "Service", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} <= kinds
     report = helm_python.lint(str(archive), {}, strict=True, namespace="gpu-policy", kube_version="v1.34.0")
     assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+# ------------------------------------------------------------------------------------- the CHANGELOG and README
+
+CHANGELOG = REPO / "CHANGELOG.md"
+PROJECT_URL = "https://github.com/gpu-admission/gpu-admission"
+SUBSECTIONS = ("Breaking", "Added", "Changed", "Deprecated", "Removed", "Fixed", "Security")
+
+
+def _changelog() -> list[tuple[str, str | None, list[str]]]:
+    """(version or Unreleased, date, its ### headings in order)."""
+    out: list[tuple[str, str | None, list[str]]] = []
+    for line in CHANGELOG.read_text(encoding="utf-8").splitlines():
+        if heading := re.match(r"^## \[([^\]]+)\](?: - (\S+))?\s*$", line):
+            out.append((heading.group(1), heading.group(2), []))
+        elif line.startswith("## "):
+            raise AssertionError(f"a version heading not as '## [x.y.z] - YYYY-MM-DD': {line}")
+        elif line.startswith("### ") and out:
+            out[-1][2].append(line[4:].strip())
+    return out
+
+
+def test_changelog_versions_are_dated_newest_first_with_breaking_changes_first():
+    sections = _changelog()
+    assert sections[0][0] == "Unreleased" and sections[0][1] is None
+    released = sections[1:]
+    assert released, "no released version in CHANGELOG.md"
+    for version, date, _ in released:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
+        assert date and re.fullmatch(r"\d{4}-\d{2}-\d{2}", date), f"[{version}] is not dated"
+    dates = [date for _, date, _ in released]
+    assert dates == sorted(dates, reverse=True)
+    for version, _, headings in sections:
+        assert len(headings) == len(set(headings)), f"[{version}] repeats a heading: {headings}"
+        assert set(headings) <= set(SUBSECTIONS), f"[{version}]: {headings}"
+        assert headings == sorted(headings, key=SUBSECTIONS.index), f"[{version}]: Breaking first, then in order"
+
+
+def test_changelog_links_compare_each_version_with_the_one_before():
+    text = CHANGELOG.read_text(encoding="utf-8")
+    links = dict(re.findall(r"^\[([^\]]+)\]: (\S+)$", text, re.M))
+    versions = [v for v, _, _ in _changelog()]
+    assert set(links) == set(versions)
+    newest_first = versions[1:]
+    assert links["Unreleased"] == f"{PROJECT_URL}/compare/v{newest_first[0]}...HEAD"
+    for newer, older in itertools.pairwise(newest_first):
+        assert links[newer] == f"{PROJECT_URL}/compare/v{older}...v{newer}"
+    assert links[newest_first[-1]] == f"{PROJECT_URL}/releases/tag/v{newest_first[-1]}"
+
+
+def test_the_readme_names_released_versions_only():
+    """pre-commit's `rev`, `pip install gpu-admission==`, `helm install ... --version`: a version the CHANGELOG
+    dates, so each names a tag and packages that a release publishes."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    released = {v for v, date, _ in _changelog() if date}
+    named = (re.findall(r"^\s+rev: v(\S+)", text, re.M) + re.findall(r"gpu-admission==(\S+)", text)
+             + re.findall(r"charts/gpu-admission --version (\S+)", text))
+    assert len(named) >= 4
+    assert set(named) <= released
+    # the install section for users comes before the contributors' sections, after the newcomer's commands
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert headings[0] == "Install" and headings.index("Development") > headings.index("Deploy to a cluster")
+    assert text.splitlines()[2].strip().startswith("make run")
+
+
+def test_the_chart_names_its_image_and_readme_for_artifact_hub():
+    chart = yaml.safe_load((REPO / "charts/gpu-admission/Chart.yaml").read_text(encoding="utf-8"))
+    annotations = chart["annotations"]
+    (image,) = yaml.safe_load(annotations["artifacthub.io/images"])
+    values = yaml.safe_load((REPO / "charts/gpu-admission/values.yaml").read_text(encoding="utf-8"))
+    assert image["image"] == f"{values['image']['repository']}:{chart['appVersion']}"
+    assert image["platforms"] == ["linux/amd64", "linux/arm64"]
+    for link in yaml.safe_load(annotations["artifacthub.io/links"]):
+        assert link["url"].startswith(PROJECT_URL + "/")
+    readme = (REPO / "charts/gpu-admission/README.md").read_text(encoding="utf-8")
+    assert f"oci://ghcr.io/gpu-admission/charts/gpu-admission --version {VERSION}" in readme
+    # Artifact Hub shows the README outside the repository: its links are absolute
+    assert not [link for link in re.findall(r"\]\(([^)]+)\)", readme) if not link.startswith("https://")]

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # `make image`: builds the Dockerfile with Debian's buildah, with no image registry, and writes the image as an
-# OCI archive. Usage: tools/image.sh VERSION ARCHIVE WHEELHOUSE
+# OCI archive. Usage: tools/image.sh VERSION ARCHIVE WHEELHOUSE [ARCH]
+#
+# - ARCH is amd64 (the default) or arm64. arm64 is built on this machine under emulation (Debian's qemu-user-static
+#   through binfmt_misc: tools/binfmt.sh sets it up or says what is missing), from a Debian arm64 base, with the
+#   wheelhouse of the lock's aarch64 files (`make wheelhouse-arm64`); the Dockerfile is the same.
 #
 # - Everything buildah keeps (layers, its state, temporary files) lives under build/containers: vfs storage and
 #   chroot isolation, so neither a kernel overlay nor a container runtime is needed, and nothing outside the
@@ -15,15 +19,24 @@
 #   A Docker build without the arguments installs from PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -eq 3 ] || { echo "usage: $0 VERSION ARCHIVE WHEELHOUSE" >&2; exit 2; }
+[ $# -eq 3 ] || [ $# -eq 4 ] || { echo "usage: $0 VERSION ARCHIVE WHEELHOUSE [amd64|arm64]" >&2; exit 2; }
 version=$1
 archive=$2
 wheelhouse=$(realpath "$3")
+arch=${4:-amd64}
 store=$PWD/build/containers
-base=docker.io/library/debian:bookworm-slim
 # The reference inside the archive, fully qualified so that containerd (`ctr images import`) and the kubelet
 # name it the same: a pod's `image: gpu-admission:<version>` is this reference.
 name=docker.io/library/gpu-admission:$version
+case $arch in
+  amd64) base=docker.io/library/debian:bookworm-slim; variant="" ;;
+  # the Dockerfile's FROM, replaced (buildah --from) by the arm64 base kept under its own name; the image is kept
+  # under an arm64 name in the store, the archive names it as the amd64 one is named
+  arm64) base=localhost/debian-arm64:bookworm-slim; variant=v8; tools/binfmt.sh ;;
+  *) echo "make image: no architecture $arch (amd64 or arm64)" >&2; exit 2 ;;
+esac
+local_name=$name
+[ "$arch" = amd64 ] || local_name=localhost/gpu-admission:$version-$arch
 # Reproducible timestamps: the last commit's time (files, layers and the image's creation date).
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 
@@ -42,6 +55,7 @@ bah() { buildah --root "$store/storage" --runroot "$store/run" --storage-driver 
 
 if ! bah inspect --type image "$base" >/dev/null 2>&1; then
   rootfs=$store/debian-bookworm-slim.tar
+  [ "$arch" = amd64 ] || rootfs=$store/debian-bookworm-slim-$arch.tar
   if [ ! -s "$rootfs" ]; then
     echo "make image: building $base with mmdebstrap (Debian bookworm minbase from deb.debian.org)" >&2
     # apt as in the official image: no package files or caches kept after an install, compressed lists.
@@ -53,7 +67,7 @@ Acquire::Languages "none";
 Apt::AutoRemove::SuggestsImportant "false";'
     # (With no pkgcache configured, mmdebstrap's own cleanup no longer finds the caches apt wrote: removed here.)
     # The host's resolv.conf and hostname that mmdebstrap copies in stay out. The apt sources are the official image's (bookworm, its updates, its security archive), over http.
-    SOURCE_DATE_EPOCH=$epoch mmdebstrap --quiet --variant=minbase --mode=root --format=tar \
+    SOURCE_DATE_EPOCH=$epoch mmdebstrap --quiet --variant=minbase --mode=root --format=tar --architectures="$arch" \
       --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
       --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
       --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
@@ -69,17 +83,19 @@ Apt::AutoRemove::SuggestsImportant "false";'
   fi
   container=$(bah from --signature-policy "$store/policy.json" scratch)
   bah add --quiet "$container" "$rootfs" / >/dev/null
-  bah config --os linux --arch amd64 --cmd bash \
+  bah config --os linux --arch "$arch" ${variant:+--variant "$variant"} --cmd bash \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$container"
   bah commit --quiet --timestamp "$epoch" --identity-label=false "$container" "$base" >/dev/null
   bah rm "$container" >/dev/null
 fi
 
 # --layers: a rebuild reuses every step whose inputs did not change (the apt steps, the lock's install).
+platform=()
+[ "$arch" = amd64 ] || platform=(--from "$base" --platform "linux/$arch${variant:+/$variant}")
 bah bud --quiet --signature-policy "$store/policy.json" --pull=false --layers --timestamp "$epoch" \
   --identity-label=false --volume "$wheelhouse:/mnt:ro" --build-arg PIP_NO_INDEX=1 --build-arg PIP_FIND_LINKS=/mnt \
-  --file Dockerfile --tag "$name" . >/dev/null
+  "${platform[@]}" --file Dockerfile --tag "$local_name" . >/dev/null
 mkdir -p "$(dirname "$archive")"
 rm -f "$archive"
-bah push --quiet --signature-policy "$store/policy.json" "$name" "oci-archive:$archive:$name"
+bah push --quiet --signature-policy "$store/policy.json" "$local_name" "oci-archive:$archive:$name"
 echo "$archive"

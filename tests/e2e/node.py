@@ -92,6 +92,10 @@ state = "{root}/containerd/state"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
         BinaryName = "runc"
 
+  # Registry hosts (certs.d/<host>/hosts.toml): a loopback registry the e2e starts is reached over plain HTTP.
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{root}/containerd/certs.d"
+
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{cni_bin}"
     conf_dir = "{root}/cni/net.d"
@@ -107,6 +111,8 @@ class Node:
     root: Path
     # OCI archives containerd imports before the kubelet starts, each under the name given
     images: dict[str, Path] = field(default_factory=dict)
+    # Registries containerd pulls from over plain HTTP (a loopback registry: tests/e2e/registry.py), by host:port
+    plain_http_registries: list[str] = field(default_factory=list)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     netns_before: set[str] = field(default_factory=set)
     cgroup: str = ""
@@ -174,6 +180,11 @@ class Node:
         config = self.root / "containerd.toml"
         config.write_text(CONTAINERD_CONFIG.format(root=self.root, socket=self.socket, pause=images.PAUSE,
                                                    cni_bin=CNI_BIN))
+        for host in self.plain_http_registries:
+            hosts = self.root / "containerd" / "certs.d" / host / "hosts.toml"
+            hosts.parent.mkdir(parents=True, exist_ok=True)
+            hosts.write_text(f'server = "http://{host}"\n\n[host."http://{host}"]\n'
+                             '  capabilities = ["pull", "resolve"]\n')
         self._spawn("containerd", ["containerd", "--config", str(config), "--log-level", "warn"])
         _wait(lambda: self._ctr("version", check=False).returncode == 0, "containerd", self.processes["containerd"],
               self.root)

@@ -8,12 +8,20 @@ mutated GPU pods are scheduled onto the node and their containers run with the i
 pod never reaches it; `helm upgrade`, the loss of a webhook pod and evictions happen under a stream of GPU pod
 creates with `failurePolicy: Fail`; the audit CronJob's Job runs on the node; `helm uninstall` removes the webhook
 configurations before the pods that serve them.
+
+As a team installs a release: the image and the chart are pushed to a real OCI registry on loopback
+(tests/e2e/registry.py: Debian's docker-registry), signed with cosign and verified before the install; the chart is
+installed from `oci://127.0.0.1:PORT/charts/gpu-admission` by version, and the node's containerd pulls the image by
+the digest the chart's `image.digest` names (nothing of the product is imported into containerd). A re-pushed image
+with one byte of a layer changed fails verification; a digest the registry lacks leaves the pod in the kubelet's
+ErrImagePull/ImagePullBackOff with its message.
 """
 from __future__ import annotations
 
 import json
 import ssl
 import subprocess
+import tarfile
 import threading
 import time
 import tomllib
@@ -25,22 +33,24 @@ import pytest
 import yaml
 
 from tests.e2e import node as nodelib
+from tests.e2e import registry as registrylib
 from tests.e2e.cluster import Cluster
-from tests.e2e.conftest import CHART, CLI, REPO, Kubectl, wait_for
+from tests.e2e.conftest import CLI, REPO, Kubectl, wait_for
 from tests.e2e.test_audit import CRDS
 from tests.e2e.test_kubectl import assert_contains, gpu_pod, write
+from tools import gotools
+from tools.package_chart import package as package_chart
 
 pytestmark = pytest.mark.e2e
 
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
 ARCHIVE = REPO / "dist" / f"gpu-admission-{VERSION}.oci.tar"
-REPOSITORY = "localhost/gpu-admission"
-IMAGE = f"{REPOSITORY}:{VERSION}"
+# the registry's repositories: the image, and the chart under charts/ (Helm names it by the chart's name)
+REPOSITORY = "gpu-admission"
+CHARTS = "charts"
 RELEASE = NAMESPACE = "gpu-admission"
 GOLDEN = REPO / "tests" / "golden" / "e2e"
 VISIBLE_ALL = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
-VALUES = {"image": {"repository": REPOSITORY, "tag": VERSION},
-          "audit": {"enabled": True, "reports": "policyreport"}}
 
 
 @dataclass
@@ -50,6 +60,26 @@ class Deployed:
     kubectl: Kubectl
     helm: object
     ready_seconds: float
+    registry: registrylib.Registry
+    cosign: registrylib.Cosign
+    digest: str  # the image's, as pushed and signed
+    chart_digest: str
+
+    @property
+    def image(self) -> str:
+        return f"{self.registry.host}/{REPOSITORY}@{self.digest}"
+
+    @property
+    def chart(self) -> str:
+        return f"oci://{self.registry.host}/{CHARTS}/gpu-admission"
+
+    def values(self, **image) -> dict:
+        return {"image": {"repository": f"{self.registry.host}/{REPOSITORY}", "digest": self.digest, **image},
+                "audit": {"enabled": True, "reports": "policyreport"}}
+
+    def upgrade(self, values: dict, **options):
+        return self.helm.upgrade(self.chart, RELEASE, values, namespace=NAMESPACE, chart_version=VERSION,
+                                 plain_http=True, **options)
 
     def pods(self) -> list[dict]:
         return self.kubectl.json("get", "pods", "-n", NAMESPACE, "-l",
@@ -70,24 +100,40 @@ def deployed(tmp_path_factory):
     import helm_python
 
     root = tmp_path_factory.mktemp("deployed")
+    registry = registrylib.Registry(root / "registry")
     try:
         nodelib.preflight()
+        cosign = registrylib.Cosign(gotools.binary("cosign"), root / "cosign").generate()
+        registry.start()
         nodelib.bridge_up()
-    except nodelib.NodeUnavailable as exc:
+    except (nodelib.NodeUnavailable, registrylib.RegistryUnavailable, gotools.ToolUnavailable) as exc:
+        registry.stop()
         pytest.fail(str(exc), pytrace=False)
     cluster = Cluster(root / "cluster", scheduler=True, address=nodelib.NODE_IP, service_cidr=nodelib.SERVICE_CIDR)
-    node = nodelib.Node(cluster, root / "node", images={IMAGE: ARCHIVE})
+    # the node pulls the product from the registry: nothing of it is imported
+    node = nodelib.Node(cluster, root / "node", plain_http_registries=[registry.host])
     helm = None
     try:
+        # The release as published: the image and the chart pushed, signed by digest, verified before the install.
+        digest = registry.push_archive(ARCHIVE, REPOSITORY, VERSION)
+        helm_python.push(package_chart(root / "chart"), f"oci://{registry.host}/{CHARTS}", plain_http=True)
+        chart_digest = registry.digest(f"{CHARTS}/gpu-admission", VERSION)
+        assert chart_digest, "the chart is not in the registry after helm push"
+        signed = (f"{registry.host}/{REPOSITORY}@{digest}", f"{registry.host}/{CHARTS}/gpu-admission@{chart_digest}")
+        for reference in signed:
+            cosign.sign(reference)
+            verified = cosign.verify(reference)
+            assert verified.returncode == 0, f"cosign verify {reference}:\n{verified.stderr}"
         cluster.start()
         node.start()
         kubectl = Kubectl(cluster.kubectl, cluster.kubeconfig)
         for crd in CRDS:  # what the audit CronJob writes
             kubectl.run("apply", "-f", str(crd))
         helm = helm_python.Config(kubeconfig_path=cluster.kubeconfig, namespace=NAMESPACE)
+        deployed = Deployed(cluster, node, kubectl, helm, 0.0, registry, cosign, digest, chart_digest)
         started = time.monotonic()
-        helm.install(CHART, RELEASE, VALUES, namespace=NAMESPACE, create_namespace=True)
-        deployed = Deployed(cluster, node, kubectl, helm, 0.0)
+        helm.install(deployed.chart, RELEASE, deployed.values(), namespace=NAMESPACE, create_namespace=True,
+                     chart_version=VERSION, plain_http=True)
         wait_for(deployed.available, "the webhook Deployment available", timeout=180, interval=0.5)
         deployed.ready_seconds = time.monotonic() - started
         yield deployed
@@ -104,6 +150,7 @@ def deployed(tmp_path_factory):
             finally:
                 cluster.stop()
                 nodelib.bridge_down()
+                registry.stop()
 
 
 def namespace(deployed: Deployed, name: str) -> str:
@@ -188,16 +235,61 @@ def test_the_webhook_pods_become_ready_through_their_probes(deployed):
     assert len(pods) == 2
     for pod in pods:
         (container,) = pod["spec"]["containers"]
-        assert container["image"] == IMAGE
+        assert container["image"] == deployed.image
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             assert container[probe]["httpGet"]["port"] == "health"
         (status,) = pod["status"]["containerStatuses"]
         assert status["ready"] is True and status["restartCount"] == 0, status
         assert pod["spec"]["nodeName"] == nodelib.NAME
-    # the image is the one `make image` built: containerd resolved the chart's tag to the imported archive
-    listed = deployed.node._ctr("images", "list", "--quiet").stdout.split()
-    assert f"{IMAGE}" in listed or f"docker.io/{IMAGE}" in listed
     assert deployed.ready_seconds < 180
+
+
+def test_the_image_is_pulled_from_the_registry_by_the_digest_that_was_signed(deployed):
+    """The digest of `make image`'s archive, pushed unchanged, is what the chart names, what cosign verified and
+    what containerd pulled (the registry's log has its GET); the chart came from the registry by version."""
+    with tarfile.open(ARCHIVE) as tar:
+        (built,) = json.loads(tar.extractfile("index.json").read())["manifests"]
+    assert deployed.digest == built["digest"]
+    for pod in deployed.pods():
+        (status,) = pod["status"]["containerStatuses"]
+        assert status["imageID"] == deployed.image, status
+    assert deployed.registry.pulls(REPOSITORY, deployed.digest) >= 1
+    listed = deployed.node._ctr("images", "list", "--quiet").stdout.split()
+    assert deployed.image in listed
+    assert not [name for name in listed if "gpu-admission" in name and deployed.registry.host not in name]
+    release = deployed.helm.status(RELEASE)
+    assert release["chart_version"] == VERSION  # installed from the registry by that version
+    verified = json.loads(deployed.cosign.verify(deployed.image).stdout)
+    assert [v["critical"]["image"]["docker-manifest-digest"] for v in verified] == [deployed.digest]
+    chart = f"{deployed.registry.host}/{CHARTS}/gpu-admission@{deployed.chart_digest}"
+    assert deployed.registry.digest(f"{CHARTS}/gpu-admission", VERSION) == deployed.chart_digest
+    assert deployed.cosign.verify(chart).returncode == 0
+
+
+def test_a_re_pushed_image_with_one_byte_of_a_layer_changed_fails_verification(deployed, tmp_path):
+    """Under the same tag: its digest has no signature; the original's signature copied beside it does not
+    match what it signs. The tag is restored afterwards."""
+    host = deployed.registry.host
+    layout, changed = registrylib.tampered_layout(ARCHIVE, tmp_path / "tampered")
+    assert changed != deployed.digest
+    try:
+        assert deployed.registry.push_archive(layout, REPOSITORY, VERSION) == changed
+        assert deployed.registry.digest(REPOSITORY, VERSION) == changed
+        unsigned = deployed.cosign.verify(f"{host}/{REPOSITORY}:{VERSION}")
+        assert unsigned.returncode != 0 and "no signatures found" in unsigned.stderr, unsigned.stderr
+        # an attacker's next step: the genuine signature tagged for the altered digest
+        signature = f"sha256-{deployed.digest.split(':')[1]}.sig"
+        copied = subprocess.run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", "--dest-tls-verify=false",
+                                 f"docker://{host}/{REPOSITORY}:{signature}",
+                                 f"docker://{host}/{REPOSITORY}:sha256-{changed.split(':')[1]}.sig"],
+                                capture_output=True, text=True, timeout=120, check=False)
+        assert copied.returncode == 0, copied.stderr
+        forged = deployed.cosign.verify(f"{host}/{REPOSITORY}@{changed}")
+        assert forged.returncode != 0, forged.stdout
+        assert "no matching signatures" in forged.stderr, forged.stderr
+    finally:
+        assert deployed.registry.push_archive(ARCHIVE, REPOSITORY, VERSION) == deployed.digest
+    assert deployed.cosign.verify(f"{host}/{REPOSITORY}:{VERSION}").returncode == 0
 
 
 def test_the_apiserver_reaches_the_webhook_through_its_service(deployed, tmp_path):
@@ -278,7 +370,7 @@ def test_helm_upgrade_rolls_the_pods_under_a_stream_of_gpu_pod_creates_and_loses
     before = {p["metadata"]["name"] for p in deployed.pods()}
     with Stream(deployed.cluster, name) as stream:
         time.sleep(2)
-        deployed.helm.upgrade(CHART, RELEASE, {**VALUES, "podAnnotations": {"rolled": "1"}}, namespace=NAMESPACE)
+        deployed.upgrade({**deployed.values(), "podAnnotations": {"rolled": "1"}})
         wait_for(lambda: _rolled(deployed, before), "the upgrade's rollout", timeout=240, interval=0.5)
         time.sleep(2)
     assert stream.sent > 50
@@ -334,6 +426,32 @@ def test_the_audit_cronjob_s_job_runs_on_the_node_and_writes_its_reports(deploye
     assert pod["spec"]["nodeName"] == nodelib.NAME
     reports = deployed.kubectl.json("get", "policyreports", "-n", name)["items"]
     assert reports and reports[0]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpu-admission"
+
+
+def test_a_digest_the_registry_lacks_leaves_the_new_pod_in_image_pull_back_off_with_the_kubelet_s_message(deployed):
+    """An upgrade naming a digest nobody pushed (a mirror that lacks it): the surge pod never starts and says why
+    as the kubelet reports it; the old pods keep serving (maxUnavailable 0) until `helm rollback`."""
+    missing = "sha256:" + "0" * 63 + "1"
+    assert deployed.registry.digest(REPOSITORY, missing) is None
+    before = {p["metadata"]["name"] for p in deployed.pods()}
+    deployed.upgrade(deployed.values(digest=missing))
+
+    def pulling() -> dict | None:
+        for pod in deployed.pods():
+            for status in pod["status"].get("containerStatuses", []):
+                waiting = status.get("state", {}).get("waiting", {})
+                if pod["spec"]["containers"][0]["image"].endswith(missing) and waiting.get("message"):
+                    return waiting
+        return None
+
+    waiting = wait_for(pulling, "the new pod's image pull to fail", timeout=120, interval=0.5)
+    assert waiting["reason"] in ("ErrImagePull", "ImagePullBackOff"), waiting
+    reference = f"{deployed.registry.host}/{REPOSITORY}@{missing}"
+    assert f'"{reference}"' in waiting["message"] and "not found" in waiting["message"], waiting
+    assert before <= {p["metadata"]["name"] for p in deployed.pods()}  # the old pods still serve
+    deployed.helm.rollback(RELEASE, wait="watcher", timeout=180)
+    wait_for(lambda: deployed.available() and {p["metadata"]["name"] for p in deployed.pods()} == before,
+             "the rollback", timeout=180, interval=0.5)
 
 
 def test_uninstall_removes_the_webhook_configurations_before_the_pods_under_a_stream(deployed):

@@ -13,6 +13,7 @@ import pytest
 from tests.host.conftest import HOST_H200
 from tests.support import REPO
 from webhook.cli.main import main
+from webhook.version import REPOSITORY, docs_ref
 
 
 def _run(capsys, *argv):
@@ -42,8 +43,8 @@ def test_host_check_under_a_japanese_locale(configured):
     assert en[-1] == "not fit: 1 failed, 0 unknown, 7 passed"  # the benign twin: a C locale stays English
     failed = [line for line in ja if line.lstrip().startswith("不合格 ")]
     assert len(failed) == 1 and "containerd に runtime handler \"nvidia\" がありません" in failed[0]
-    assert failed[0].endswith("[host-runtime-handler] https://github.com/gpu-admission/gpu-admission/blob/main/docs/"
-                              "host.md#host-runtime-handler")
+    assert failed[0].endswith(
+        f"[host-runtime-handler] {REPOSITORY}/blob/{docs_ref()}/docs/host.md#host-runtime-handler")
     assert len(ja) == len(en)
 
 

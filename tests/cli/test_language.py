@@ -14,15 +14,13 @@ from tests.cli.test_check import BAD_POD, run
 from tests.support import REPO
 from webhook.cli.policy_arg import cli_language
 from webhook.locale import from_environment
+from webhook.version import docs_base_url
 
 DENIAL_JA = ('pod "ai/override": container "trainer" が CUDA_VISIBLE_DEVICES を設定しています '
-             '(spec.containers[0].env[0]、リテラル値で): デバイスプラグインや DRA driver は割り当てた GPU だけを正確に'
-             '見えるようにします。上書きしても GPU を隠したり誤って伝えたりするだけで何も付与されず、'
-             'nvidia runtime の下では '
-             'NVIDIA_* 変数で Pod が要求していない GPU まで見えてしまうことがあります。'
-             '対処: CUDA_VISIBLE_DEVICES を削除し、'
-             'GPU は resources.limits か ResourceClaim で要求してください [visible-devices-override] '
-             'https://github.com/gpu-admission/gpu-admission/blob/main/docs/rules/ja/visible-devices-override.md')
+             '(spec.containers[0].env[0]、リテラル値で)。対処: CUDA_VISIBLE_DEVICES を削除し、'
+             'GPU は resources.limits か ResourceClaim で要求してください。理由: 上書きは割り当てた GPU を隠したり'
+             '誤って伝えたりし、Pod が要求していない GPU まで見せてしまいます [visible-devices-override] '
+             f'{docs_base_url()}/ja/visible-devices-override.md')
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from webhook.handlers import validate
 from webhook.lookups.base import NoLookups
 
 JA_LINE = ('pod "ai/train-{i}": container "trainer" が CUDA_VISIBLE_DEVICES を設定しています '
-           "(spec.containers[0].env[0]、リテラル値で): 上書きしても GPU は付与されません。対処: 削除してください "
+           "(spec.containers[0].env[0]、リテラル値で)。対処: 削除してください。理由: 上書きしても GPU は付与されません "
            "[visible-devices-override] https://example.invalid/docs/rules/ja/visible-devices-override.md")
 
 

@@ -24,6 +24,8 @@ from webhook.cli.lines import LineFinder
 from webhook.cli.report import JSON_FORMAT_VERSION, result_dict, summary, text_block
 from webhook.cli.subjects import Subject, warned
 from webhook.policy.messages import T, render
+from webhook.policy.reasons import REASONS
+from webhook.rules import Rule
 
 STDIN = "<stdin>"
 FORMATS = ("text", "json", "sarif", "junit", "github", "codeclimate")
@@ -58,6 +60,9 @@ def register(sub) -> None:
     p.add_argument("--feature-gates", metavar="GATE=BOOL,...", type=feature_gates, default={},
                    help="the cluster's apiserver feature gates that differ from the version's defaults "
                    "(DRAExtendedResource=true)")
+    p.add_argument("--explain", action="store_true",
+                   help="text output: after the objects, the full reason of each rule that found something (a "
+                   "finding's line gives the fix and a one-clause why), with the link to its page")
     add_ci_options(p)
     add_input_options(p)
     p.set_defaults(func=run)
@@ -145,11 +150,19 @@ def _json(results, finders) -> list[dict]:
     return out
 
 
-def _text(results, inputs, policy, capacity, others, show: str, out) -> None:
+def _text(results, inputs, policy, capacity, others, show: str, out, explain: bool = False) -> None:
+    spoke: dict[Rule, str] = {}  # the rules of the findings shown, in order, with their language
     for doc, ev in results:
         if show == "summary" or (show == "failures" and not (warned(ev) or not ev.allowed)):
             continue
         print("\n".join(text_block(ev, doc.where)), file=out)
+        for v in ev.violations:
+            spoke.setdefault(v.rule, ev.language)
+    if explain:
+        for rule, language in spoke.items():
+            if rule in REASONS:
+                print(render(T("why [{rule}]: {reason} {docs}", rule=rule.value, reason=REASONS[rule],
+                               docs=policy.docs_url(rule, language)), language), file=out)
     if show == "all":
         if capacity:
             print(f"- {capacity_line(capacity)}: the cluster capacity that unsatisfiable-request compares with",
@@ -186,7 +199,7 @@ def run(args) -> int:
             return EXIT_ERROR
         try:
             if fmt == "text":
-                _text(results, inputs, policy, capacity, others, _show(args), out)
+                _text(results, inputs, policy, capacity, others, _show(args), out, args.explain)
             elif fmt == "json":
                 json.dump(_json(results, finders), out, indent=2, ensure_ascii=False)
                 out.write("\n")

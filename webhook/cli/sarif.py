@@ -11,6 +11,7 @@ from urllib.parse import quote
 from webhook.cli.subjects import Subject, default_level, level
 from webhook.config.model import Policy
 from webhook.policy.messages import T, Text, render
+from webhook.policy.reasons import REASONS
 from webhook.rules import SUMMARIES, Rule
 from webhook.version import package_version
 
@@ -20,16 +21,19 @@ _RULE_INDEX = {rule: i for i, rule in enumerate(Rule)}
 
 
 def _descriptor(rule: Rule, policy: Policy) -> dict:
+    """The rule's descriptor; a validation's reason in full (the long form of its findings' one-clause why)
+    is its fullDescription and leads its help, which code-scanning UIs show beside each finding."""
     kind = "mutation" if rule.is_mutation else "validation"
-    return {
-        "id": rule.value,
-        "shortDescription": {"text": render(Text(SUMMARIES[rule]), policy.language)},
-        "helpUri": policy.docs_url(rule, policy.language),
-        "help": {"text": render(T("{summary}. See {docs}", summary=Text(SUMMARIES[rule]),
-                                  docs=policy.docs_url(rule, policy.language)), policy.language)},
-        "defaultConfiguration": {"level": default_level(rule)},
-        "properties": {"tags": ["kubernetes", "gpu", kind]},
-    }
+    language, docs = policy.language, policy.docs_url(rule, policy.language)
+    reason = REASONS.get(rule)
+    out = {"id": rule.value, "shortDescription": {"text": render(Text(SUMMARIES[rule]), language)}}
+    if reason is not None:
+        out["fullDescription"] = {"text": render(reason, language)}
+        help_text = T("{summary}. {reason} See {docs}", summary=Text(SUMMARIES[rule]), reason=reason, docs=docs)
+    else:
+        help_text = T("{summary}. See {docs}", summary=Text(SUMMARIES[rule]), docs=docs)
+    return {**out, "helpUri": docs, "help": {"text": render(help_text, language)},
+            "defaultConfiguration": {"level": default_level(rule)}, "properties": {"tags": ["kubernetes", "gpu", kind]}}
 
 
 def _location(s: Subject, path: str) -> dict:

@@ -32,6 +32,7 @@ from webhook.config.overlay import SetError, apply_set, overlay_policy
 from webhook.config.schema import schema_errors
 from webhook.locale import LANGUAGES
 from webhook.rules import DEFAULT_ACTIONS, Action, Rule
+from webhook.version import docs_base_url
 
 DEFAULT_PATH = Path(__file__).with_name("default.yaml")
 
@@ -538,7 +539,7 @@ def _build_policy(data: Any, source: str) -> Policy:
         cohorts=tuple(cohorts),
         mode=MODES.get(mode, "enforce"),
         language=top.get("language", str, "en", _one_of(list(LANGUAGES))),
-        docs_base_url=top.get("docsBaseUrl", str, "https://github.com/gpu-admission/gpu-admission/blob/main/docs/rules").rstrip("/"),
+        docs_base_url=top.get("docsBaseUrl", str, docs_base_url()).rstrip("/"),
         service_namespace=top.get("serviceNamespace", str, "gpu-admission", _pattern(_DNS_LABEL, "namespace")),
         exempt_namespaces=frozenset(top.strings("exemptNamespaces", _pattern(_DNS_LABEL, "namespace"))),
         actions=MappingProxyType({**DEFAULT_ACTIONS, **actions}),

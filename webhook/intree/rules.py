@@ -1,6 +1,6 @@
 """The exported rules: for each, its coverage (coverage.py's predicate, in CEL) and its validations, each
 an expression that is true when the object passes and a messageExpression: the engine's line for the
-finding (webhook/policy/messages.py, `<object>: <what, with field path>: <why>; <fix> [<rule>] <docs link>`),
+finding (webhook/policy/messages.py, `<object>: <what, with field path>. Fix: <fix>. Why: <why> [<rule>] <docs link>`),
 made of the check's own catalogue texts by webhook/intree/text.py, in the namespace's language. The
 engine's line also escapes unsafe characters (webhook/text.py); the values these lines quote cannot hold
 one where the apiserver validates them (names, keys, environment variable names) or the coverage does

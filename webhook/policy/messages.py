@@ -1,5 +1,7 @@
 """Messages are made here, in the one-line shape of docs/architecture.md (Messages):
-`<object>: <what, with field path>: <why>; <fix> [<rule>] <docs link>`; checks give what, why and fix.
+`<object>: <what, with field path>. Fix: <fix>. Why: <why> [<rule>] <docs link>`; checks give what, why and
+fix. What to do comes before why, and the why is one clause: the reader of a denial wants the change to
+make, and the rule's page (the link), `check --explain` and SARIF's rule help hold the long reason.
 
 Checks stay language-free: they give `Text` values, an English template (the catalogue's msgid, marked
 `T(...)` for `make messages` to extract) with named arguments. The engine renders them here, in the
@@ -94,7 +96,7 @@ def line(policy: Policy, rule: Rule, subject: str, what: Arg, why: Arg, fix: Arg
                                 rule=rule.value, docs=policy.docs_url(rule, language)))
 
 
-LINE = N_("{subject}: {what}: {why}; {fix} [{rule}] {docs}")
+LINE = N_("{subject}: {what}. Fix: {fix}. Why: {why} [{rule}] {docs}")
 _SETS = N_("{subject}: sets {path}: {what} [{rule}] {docs}")
 _WOULD_SET = N_("{subject}: would set {path}: {what} [{rule}] {docs}")
 

@@ -25,8 +25,7 @@ MPS_CAPABLE = "nvidia.com/mps.capable"
 OPERATOR_KINDS = frozenset({"ClusterPolicy", "GPUCluster", "NVIDIADriver"})
 MAX_NAMED_PODS = 5
 
-WHY = T("each GPU has exactly one allocation owner; two owners advertise the same GPUs twice and the webhook's "
-        "picture of the cohorts no longer holds")
+WHY = T("a second allocation owner advertises the same GPUs twice")
 MECHANISM_WORDS: Mapping[str, Text] = {DEVICE_PLUGIN: T("the NVIDIA device plugin"), "dra": T("the NVIDIA DRA driver")}
 
 
@@ -170,8 +169,7 @@ def _gpu_cluster(facts: InfraFacts, context: Context) -> list[Finding]:
             path="spec",
             what=T('the ClusterPolicy "{name}" exists, so this GPUCluster (spec) would be a second GPU Operator '
                    "workflow", name=_name(policies[0])),
-            why=T("ClusterPolicy (device plugin) and GPUCluster (DRA) cannot coexist: the Operator's controllers "
-                  "refuse the second, after the fact"),
+            why=T("ClusterPolicy (device plugin) and GPUCluster (DRA) cannot coexist in one cluster"),
             fix=T("remove the ClusterPolicy first, or keep the device-plugin workflow")))
     return out
 
@@ -192,8 +190,7 @@ def _cluster_policy(facts: InfraFacts, context: Context) -> list[Finding]:
             path="spec",
             what=T('the GPUCluster "{name}" exists, so this ClusterPolicy (spec) would be a second GPU Operator '
                    "workflow", name=_name(clusters[0])),
-            why=T("ClusterPolicy (device plugin) and GPUCluster (DRA) cannot coexist: the Operator's controllers "
-                  "refuse the second, after the fact"),
+            why=T("ClusterPolicy (device plugin) and GPUCluster (DRA) cannot coexist in one cluster"),
             fix=T("remove the GPUCluster first, or keep the DRA workflow")))
     return out
 
@@ -243,8 +240,7 @@ def _device_class(facts: ObjectFacts, context: Context) -> list[Finding]:
         path="spec.extendedResourceName",
         what=T("it maps {resource} (spec.extendedResourceName), as the DeviceClass {others} does already",
                resource=info.extended_resource_name, others=names(quoted(others))),
-        why=T("the scheduler serves an extended resource from one DeviceClass only, so pods asking for it get "
-              "devices from a class they cannot tell"),
+        why=T("the scheduler serves an extended resource from one DeviceClass only"),
         fix=T("map each extended resource from one DeviceClass; remove spec.extendedResourceName here or there"))]
 
 

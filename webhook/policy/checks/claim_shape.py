@@ -45,8 +45,8 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
             out.append(Finding(
                 path=path,
                 what=T('request "{request}" sets adminAccess: true ({path})', request=leaf.name, path=path),
-                why=T('admin access reaches GPUs already allocated to other workloads; namespace "{namespace}" is not '
-                      "allowed to use it", namespace=namespace),
+                why=T('namespace "{namespace}" may not use admin access, which reaches GPUs of other workloads',
+                      namespace=namespace),
                 fix=T("remove adminAccess, or have the GPU owner list the namespace in the cohort's "
                       "adminAccessNamespaces")))
     total = sum(per_request.values())

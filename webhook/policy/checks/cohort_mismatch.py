@@ -80,10 +80,8 @@ def _mechanism(facts: GpuFacts, cohort: Cohort, where: Text, policy: Policy, *, 
                 path=use.path,
                 what=T("{container} requests {resource} ({path}) but the pod is bound for {where}",
                        container=who(use.container), resource=use.resource, path=use.path, where=where),
-                why=T("those cohorts run the NVIDIA DRA driver, not the device plugin, so the resource is never "
-                      "offered there") if several else
-                T("that cohort runs the NVIDIA DRA driver, not the device plugin, so the resource is never offered "
-                  "there"),
+                why=T("those cohorts run the DRA driver, which never offers the resource") if several else
+                T("that cohort runs the DRA driver, which never offers the resource"),
                 fix=T("ask for the GPU with a ResourceClaimTemplate of a {driver} DeviceClass and "
                       "resources.claims{other}", driver=cohort.driver or "gpu.nvidia.com",
                       other=_other(policy, DEVICE_PLUGIN))))

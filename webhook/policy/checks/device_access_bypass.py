@@ -22,7 +22,7 @@ DEVICE_LIST_DIR = "/var/run/nvidia-container-devices"
 VOLUME = N_('volume "{volume}" mounts the host path {host} ({path}){resolved}{above}')
 RESOLVED = N_(", which the host resolves to {path}")
 ABOVE = N_(", a directory above {paths}")
-VOLUME_WHY = T("GPU device nodes and device-plugin/DRA sockets on the host give GPUs without allocation")
+VOLUME_WHY = T("host GPU device nodes and plugin sockets give GPUs without allocation")
 VOLUME_FIX = T("remove the hostPath volume; GPUs come through resources.limits or a ResourceClaim")
 ANNOTATION = N_("annotation {key} ({path}) asks the runtime for CDI devices")
 ANNOTATION_WHY = T("CDI/NRI device annotations inject devices without allocation")
@@ -104,7 +104,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             out.append(Finding(
                 path=path,
                 what=T("{container} is privileged ({path}) in {where}", container=who(c), path=path, where=where),
-                why=T("a privileged container sees every GPU on the node, bypassing allocation and isolation"),
+                why=T("a privileged container sees every GPU on the node"),
                 fix=T("remove privileged: true; GPUs come through resources.limits or a ResourceClaim")))
         for i, mount in enumerate(c.mounts):
             mp = mount.get("mountPath") if type(mount) is dict else None
@@ -121,8 +121,8 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                     path=path,
                     what=T("{container} mounts the host's /dev/null at {mount} ({path})", container=who(c), mount=mp,
                            path=path),
-                    why=T('the NVIDIA container toolkit reads such a mount as a request for the device "{device}" '
-                          '("all" is every GPU on the node), bypassing allocation', device=device),
+                    why=T('the NVIDIA container toolkit reads the mount as a request for device "{device}", '
+                          "bypassing allocation", device=device),
                     fix=T("remove the mount")))
     for i, vol in enumerate(as_list(view.spec.get("volumes"))):
         if type(vol) is not dict or "hostPath" not in vol:

@@ -6,7 +6,7 @@ from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.DOUBLE_MECHANISM
-WHY = T("the same GPU must come from one mechanism only (device plugin or DRA)")
+WHY = T("a GPU comes from one mechanism only, the device plugin or DRA")
 KEEP_ONE_RESOURCE = T("keep one of the two resources")
 # a device-plugin resource and a DRA-served one (webhook/intree/rules.py fills these in CEL)
 RESOURCES_IN_ONE = N_('{container} requests {resource} ({path}) and {other} (DRA, DeviceClass "{device_class}", '

@@ -9,7 +9,7 @@ from webhook.policy.results import Finding
 from webhook.rules import Rule
 
 RULE = Rule.LEGACY_API
-WHY = T("no Kubernetes 1.34+ cluster accepts this shape (it was removed with the alpha DRA API)")
+WHY = T("no Kubernetes 1.34+ cluster accepts this shape")
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:

@@ -60,8 +60,8 @@ def _device_plugin(facts: GpuFacts, cohort: Cohort, policy: Policy) -> list[Find
         elif name.startswith(MIG_PREFIX):
             profile = name[len(MIG_PREFIX):]
             if cohort.mig_strategy == "none":
-                why = T("MIG resources exist only where MIG geometry and a matching migStrategy exist; this cohort "
-                        "runs migStrategy: none, so nothing creates the resource and the pod never schedules")
+                why = T("this cohort runs migStrategy: none, so no node offers MIG resources and the pod never "
+                        "schedules")
                 fix = T("request {resource}, or have the GPU owner configure MIG geometry and migStrategy: mixed "
                         "first", resource=cohort.gpu_resource())
             elif cohort.mig_strategy == "single":

@@ -8,8 +8,7 @@ from webhook.rules import Rule
 RULE = Rule.RUNTIME_CLASS_CONFLICT
 # What a finding says (webhook/intree/rules.py writes the same for the apiserver).
 WHAT = N_('runtimeClassName is "{runtime}" ({path}) in a device-plugin GPU pod')
-WHY = N_('cohort "{cohort}" injects GPUs through the {runtime} RuntimeClass (its containerd handler); another runtime '
-         "starts the container without them")
+WHY = N_('cohort "{cohort}" injects GPUs only through the {runtime} RuntimeClass')
 FIX = N_("set runtimeClassName: {runtime}, or remove it and let the webhook set it")
 
 

@@ -16,8 +16,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             path=claim.path,
             what=T('claim "{claim}" ({path}) names the GPU ResourceClaim "{ref}" directly', claim=claim.name,
                    path=claim.path, ref=claim.ref_name or ""),
-            why=T("every pod that names one ResourceClaim shares its single allocation, so these pods share the same "
-                  "GPUs"),
+            why=T("every pod naming one ResourceClaim shares its one allocation, the same GPUs"),
             fix=T("use resourceClaimTemplateName for GPUs of its own per pod, or keep it if sharing is intended"))
         for claim in facts.gpu_claims
         if claim.ref_kind == "ResourceClaim"

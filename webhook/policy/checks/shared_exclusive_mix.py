@@ -46,8 +46,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                 path=ex[0].path,
                 what=T("{container} requests the exclusive {exclusive} and the shared {shared} ({path})",
                        container=who(c), exclusive=ex[0].resource, shared=sh[0].resource, path=ex[0].path),
-                why=T("a container gets either a whole GPU or time-shared replicas; together they give unpredictable "
-                      "isolation and memory"),
+                why=T("whole and time-shared GPUs together give unpredictable isolation and memory"),
                 fix=T("keep either {exclusive} or {shared}", exclusive=ex[0].resource, shared=sh[0].resource)))
     if marked_exclusive(facts, policy):
         for use in facts.device_plugin:

@@ -35,8 +35,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                 what=T("{container} requests {amount} of the {sharing} resource {resource} ({path})",
                        container=who(use.container), amount=f"{use.amount:g}", sharing=word, resource=use.resource,
                        path=use.path),
-                why=T('cohort "{cohort}" fails requests for more than one shared replica at allocation time on the '
-                      "node (UnexpectedAdmissionError, long after admission), and more replicas buy neither memory "
-                      "nor proportional compute", cohort=cohort.name),
+                why=T('cohort "{cohort}" fails a request for more than one shared replica on the node, after '
+                      "admission", cohort=cohort.name),
                 fix=T("request {resource}: 1", resource=use.resource)))
     return out

@@ -42,8 +42,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                     path=use.path,
                     what=T('{container} requests the shared resource {resource} ({path}) on cohort "{cohort}"',
                            container=who(use.container), resource=use.resource, path=use.path, cohort=cohort.name),
-                    why=T("the cohort does not enable time-slicing or MPS, so no node advertises shared "
-                          "replicas and the pod never schedules"),
+                    why=T("the cohort does not enable time-slicing or MPS, so no node advertises shared replicas"),
                     fix=T("request nvidia.com/gpu (a whole GPU)")))
     elif cohort.mechanism == DRA:
         for claim in facts.gpu_claims:

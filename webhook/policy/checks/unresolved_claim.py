@@ -23,8 +23,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                 what=T('claim "{claim}" ({path}) refers to {ref} in namespace "{namespace}", which could not be '
                        "resolved ({reason})", claim=claim.name, path=claim.path, ref=claim.ref,
                        namespace=facts.view.namespace, reason=lookup_reason(claim.unresolved)),
-                why=T("without it the webhook cannot tell whether the pod asks for GPUs, so the GPU rules were not "
-                      "applied to this claim"),
+                why=T("the GPU rules could not be applied to this claim"),
                 fix=T("create the template first (or give it to `gpu-admission check` with the pod), or turn on "
                       "claim lookups") if claim.ref_kind == "ResourceClaimTemplate" else
                 T("create the claim first (or give it to `gpu-admission check` with the pod), or turn on claim "
@@ -40,8 +39,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                        "resolved ({reason})", **args) if len(classes) == 1 else
                 T('claim "{claim}" ({path}, {ref}) asks for the DeviceClasses {classes}, which could not be '
                   "resolved ({reason})", **args),
-                why=T("without it the webhook cannot tell whether the claim means GPUs, so the GPU rules were not "
-                      "applied to this claim"), fix=CREATE_CLASS))
+                why=T("the GPU rules could not be applied to this claim"), fix=CREATE_CLASS))
     for use in facts.unknown_classes:
         name = use.resource[len(IMPLICIT_PREFIX):]
         reason = lookup_reason(context.class_misses.get(name) or "not found")
@@ -50,6 +48,5 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             what=T('{container} requests {resource} ({path}), but the DeviceClass "{name}" could not be resolved '
                    "({reason})", container=who(use.container), resource=use.resource, path=use.path, name=name,
                    reason=reason),
-            why=T("without it the webhook cannot tell whether the resource means GPUs, so the GPU rules were not "
-                  "applied to it"), fix=CREATE_CLASS))
+            why=T("the GPU rules could not be applied to it"), fix=CREATE_CLASS))
     return out

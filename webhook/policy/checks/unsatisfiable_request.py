@@ -33,9 +33,9 @@ def _amount(value: float) -> str:
 
 def _nodes_phrase(nodes: Sequence[NodeInfo], cohort: Cohort) -> Arg:
     if len(nodes) == 1:
-        return T('the one node of cohort "{cohort}" that the pod\'s node selection and tolerations admit',
+        return T('the one node of cohort "{cohort}" the pod may use',
                  cohort=cohort.name)
-    return T('the {count} nodes of cohort "{cohort}" that the pod\'s node selection and tolerations admit',
+    return T('the {count} nodes of cohort "{cohort}" the pod may use',
              count=len(nodes), cohort=cohort.name)
 
 
@@ -137,18 +137,18 @@ def _pool(inventory: Inventory, cohort: Cohort, spec: Mapping[str, Any], resourc
 def _largest_why(resource: str, most: float, node: NodeInfo | None, nodes: Sequence[NodeInfo],
                  where: Arg, cohort: Cohort, total: int, pooled: float | None = None) -> Arg:
     if pooled is not None:
-        return T('a node the autoscaler adds to cohort "{cohort}" has at most {amount} {resource}, and no node '
-                 "of the cohort the pod may use has more, so the pod never schedules", cohort=cohort.name,
+        return T('no node of cohort "{cohort}" the pod may use, nor one its autoscaler adds, has more than '
+                 "{amount} {resource}, so the pod never schedules", cohort=cohort.name,
                  amount=_amount(max(pooled, most)), resource=resource)
     if not total:
         return T('the cluster has no node of cohort "{cohort}" (none carries its node labels), so the pod never '
                  "schedules", cohort=cohort.name)
     if not nodes:
         if total == 1:
-            return T('none of the 1 node of cohort "{cohort}" admits the pod (its node selection, and its '
-                     "tolerations against their taints), so the pod never schedules", cohort=cohort.name)
-        return T('none of the {count} nodes of cohort "{cohort}" admits the pod (its node selection, and its '
-                 "tolerations against their taints), so the pod never schedules", count=total, cohort=cohort.name)
+            return T('the 1 node of cohort "{cohort}" does not admit the pod (node selection, tolerations), so '
+                     "the pod never schedules", cohort=cohort.name)
+        return T('none of the {count} nodes of cohort "{cohort}" admits the pod (node selection, tolerations), '
+                 "so the pod never schedules", count=total, cohort=cohort.name)
     if node is None:
         return T("none of {nodes} has {resource} allocatable, so the pod never schedules", nodes=where,
                  resource=resource)

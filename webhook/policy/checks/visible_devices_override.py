@@ -12,12 +12,9 @@ from webhook.rules import Action, Rule
 
 RULE = Rule.VISIBLE_DEVICES_OVERRIDE
 HIDDEN = "void"  # what hide-gpus sets on containers without a GPU: not an override
-WHY = T("the device plugin or DRA driver makes exactly the allocated GPUs visible; an override hides or misreports "
-        "them and grants nothing, and under the nvidia runtime NVIDIA_* variables can expose GPUs the pod never "
-        "requested")
+WHY = T("an override hides or misreports the allocated GPUs, or exposes GPUs the pod never requested")
 # for a pod that asks for no GPU there is nothing allocated to hide or misreport: say what is true of it
-WHY_NO_GPU = T("the pod is allocated no GPU, so the variable grants nothing, and under the nvidia runtime NVIDIA_* "
-               "variables can expose GPUs of the node that no one allocated to it")
+WHY_NO_GPU = T("the pod is allocated no GPU, so the variable grants nothing and can expose the node's GPUs")
 # What a variable's finding says (webhook/intree/rules.py writes the same for the apiserver).
 SETS = N_("{container} sets {variable} ({path}, {how})")
 FIX = N_("remove {variable} and ask for GPUs with resources.limits or a ResourceClaim")

@@ -46,6 +46,7 @@ import argparse
 import base64
 import contextlib
 import fcntl
+import http.client
 import json
 import os
 import random
@@ -220,6 +221,19 @@ WEBHOOK_FIGURES = {
 
 # ----------------------------------------------------------------------------------------------- the run
 
+class SteadyClient(Client):
+    """Client whose requests other than Pod creates are sent again once when the apiserver closed the
+    kept-alive connection under them (during a burst it closes idle ones); a failed create stays failed."""
+
+    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
+        try:
+            return super().request(method, path, body)
+        except (OSError, http.client.HTTPException):
+            if method == "POST" and path.endswith("/pods"):
+                raise
+            return super().request(method, path, body)
+
+
 class Plane(Cluster):
     """etcd and kube-apiserver only: the bench needs no controller (it makes the ServiceAccount itself)."""
 
@@ -261,7 +275,7 @@ def rendered(path: Path | None) -> list[dict]:
 class Bench:
     def __init__(self, args, work: Path, cluster: Cluster, docs: list[dict], cpus: dict[str, set[int]]):
         self.args, self.work, self.cluster, self.cpus = args, work, cluster, cpus
-        self.client = Client(cluster)
+        self.client = SteadyClient(cluster)
         self.ca_bundle = base64.b64encode((work / "tls/ca.crt").read_bytes()).decode()
         self.configs = [d for d in docs if d["kind"] != "ConfigMap"]
         (work / "policy.yaml").write_text(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["policy.yaml"])

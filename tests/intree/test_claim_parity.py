@@ -25,7 +25,7 @@ from tests.policy.builders import (
     resource_claim,
 )
 from tests.policy.conftest import evaluate_docs
-from webhook.config.model import InTree
+from webhook.config.model import Exception_, InTree
 from webhook.intree import claims
 from webhook.intree.export import ACTIONS, DRY_RUN, RULE_LABEL, export, exported_rules
 from webhook.objects.claims import claim_spec
@@ -96,6 +96,11 @@ OWN = [
         "strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": "50"}}))),
     _own("in-tree-uncovered-unprintable-strategy", _template(nvidia_config("GpuConfig", sharing={
         "strategy": "MPS\u2028[ok]"}))),
+    _own("in-tree-uncovered-strategy-newline", _template(nvidia_config("GpuConfig", sharing={"strategy": "MPS\n"}))),
+    _own("in-tree-uncovered-percentage-fraction", _template(nvidia_config("GpuConfig", sharing={
+        "strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 50.0}}))),
+    _own("in-tree-uncovered-percentage-beyond-int64", _template(nvidia_config("GpuConfig", sharing={
+        "strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 10**20}}))),
     _own("in-tree-uncovered-unprintable-key", _template(nvidia_config("GpuConfig", sharing=MPS, **{"x\u202e": 1}))),
     _own("in-tree-other-driver-anything-pass", _template(
         {"opaque": {"driver": "gpu.example.com", "parameters": {"sharing": None, "x\u202e": 1}}})),
@@ -115,10 +120,21 @@ def listed(policy, docs) -> tuple:
             [d for d in docs if d.get("kind") != "DeviceClass"])
 
 
+def _json_numbers(value):
+    """JSON as the apiserver decodes it for CEL: an integer beyond int64 becomes a double."""
+    if isinstance(value, dict):
+        return {k: _json_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_numbers(v) for v in value]
+    if type(value) is int and not -(2**63) <= value < 2**63:
+        return float(value)
+    return value
+
+
 def as_v1(obj: dict) -> dict:
     """The claim as a policy sees it: converted to resource.k8s.io/v1 (a v1beta1 request's fields move under
-    `exactly`; v1beta2 has v1's shape)."""
-    obj = copy.deepcopy(obj)
+    `exactly`; v1beta2 has v1's shape), its numbers as the apiserver decodes them."""
+    obj = _json_numbers(copy.deepcopy(obj))
     version = obj.get("apiVersion", "")
     obj["apiVersion"] = "resource.k8s.io/v1"
     if version.endswith("/v1beta1"):
@@ -206,3 +222,29 @@ def test_the_rows_reach_every_side_of_the_coverage():
 def test_the_messages_reach_their_branches(part):
     """Run after the table: the in-tree lines include each branch of the messages."""
     assert any(part in m for m in MESSAGES), part
+
+
+BROKEN = _template(nvidia_config("GpuConfig", sharing={"strategy": "timeslicing"}))
+CI = {"username": "system:serviceaccount:ci:deployer", "groups": ["ci"]}
+
+
+@pytest.mark.parametrize(("exception", "user", "lifted"), [
+    pytest.param({"names": ("shared-*",)}, None, True, id="name"),
+    pytest.param({"names": ("other-*",)}, None, False, id="other-name"),
+    pytest.param({"namespaces": ("ai-workloads",), "users": (CI["username"],)}, CI, True, id="namespace-and-user"),
+    pytest.param({"service_accounts": ("ci/deployer",)}, CI, True, id="author-service-account"),
+    pytest.param({"service_accounts": ("ai-workloads/default",)}, None, False, id="no-pod-service-account"),
+    pytest.param({"groups": ("ci",)}, CI, True, id="group"),
+    pytest.param({"scheduler_names": ("default-scheduler",)}, None, False, id="no-scheduler"),
+])
+def test_exceptions_lift_device_config_as_the_engine_does(exception, user, lifted):
+    """A claim has no pod spec: an exception by service account lifts only for its author's account, and one
+    by scheduler never (engine._lifted reads an empty spec); the policy's matchCondition says the same."""
+    policy = dataclasses.replace(POLICIES["default"], exceptions=(
+        Exception_(name="claims", rules=frozenset({RULE}), **exception),))
+    shaped = apiserver_shaped(BROKEN)
+    ev = evaluate_docs(shaped, policy=policy, user=user)
+    assert bool([v for v in ev.violations if v.rule is RULE]) != lifted
+    request_ = _request(shaped, ev.namespace, user)
+    mine = [o for o in export(policy) if o["metadata"]["labels"][RULE_LABEL] == RULE.value]
+    assert bool(admit(mine, as_v1(shaped), request_)) != lifted

@@ -50,8 +50,9 @@ CLAIM_SHAPES = (
     Shape("claimtemplates", (BY_KIND["ResourceClaimTemplate"],), "object.spec.spec", "object.metadata", "spec.spec",
           pod=False),
 )
-PRINTABLE = r"^[ -~]*$"  # printable ASCII: what the webhook's line writes unescaped
-_PRINTABLE = re.compile(PRINTABLE)
+PRINTABLE = r"^[ -~]*$"  # printable ASCII: what the webhook's line writes unescaped (RE2: `$` is the end)
+_PRINTABLE = re.compile(r"[ -~]*")  # fullmatch: Python's `$` would also match before a final newline
+INT64 = range(-(2**63), 2**63)  # a JSON integer beyond int64 reaches CEL as a double
 SHARING_KINDS = ("GpuConfig", "MigDeviceConfig")
 COMPUTE_DOMAIN_KINDS = DRIVER_KINDS["compute-domain.nvidia.com"]
 CLUSTER_KINDS = tuple(k for k in DECODED_KINDS if k not in KIND_DEVICE_TYPE)
@@ -61,14 +62,14 @@ CLUSTER_KINDS = tuple(k for k in DECODED_KINDS if k not in KIND_DEVICE_TYPE)
 
 def _text(value: object, printable: bool) -> bool:
     """Absent, or a string (printable: one a message may quote)."""
-    return value is _ABSENT or (type(value) is str and (not printable or bool(_PRINTABLE.match(value))))
+    return value is _ABSENT or (type(value) is str and (not printable or bool(_PRINTABLE.fullmatch(value))))
 
 
 _ABSENT = object()
 
 
 def _keys(value: Mapping[str, Any]) -> bool:
-    return all(_PRINTABLE.match(k) for k in value)
+    return all(_PRINTABLE.fullmatch(k) for k in value)
 
 
 def _map(obj: Mapping[str, Any], key: str, then: Callable[[Mapping[str, Any]], bool]) -> bool:
@@ -78,7 +79,7 @@ def _map(obj: Mapping[str, Any], key: str, then: Callable[[Mapping[str, Any]], b
 
 def _typed(obj: Mapping[str, Any], key: str, kind: type) -> bool:
     value = obj.get(key, _ABSENT)
-    return value is _ABSENT or type(value) is kind
+    return value is _ABSENT or (type(value) is kind and (kind is not int or value in INT64))
 
 
 def _mps(m: Mapping[str, Any]) -> bool:

@@ -104,3 +104,46 @@ def test_device_config_in_tree_decides_as_the_engine(cluster, kubectl, language)
             wait_for(lambda: _silent(kubectl), "the device-config policies to be gone")
     print(dict(seen))
     assert seen["decided"] >= 30 and seen["passing"] >= 15 and seen["uncovered"] >= 5, seen
+
+
+def _crowded_template() -> dict:
+    """A template at the API's limits (32 requests of 8 alternatives, 32 configs naming 31 or 32 requests each)
+    and one finding at the very end: the last config's GpuConfig on a MIG alternative, so every expression
+    walks everything."""
+    requests = [{"name": f"r{i}", "firstAvailable": [{"name": f"a{j}", "deviceClassName": "gpu.nvidia.com"}
+                                                   for j in range(8)]} for i in range(32)]
+    requests[-1]["firstAvailable"][-1]["deviceClassName"] = "mig.nvidia.com"
+    names = [f"r{i}" for i in range(31)] + ["r31/a7"]
+    config = [{"requests": names, "opaque": {"driver": "gpu.nvidia.com", "parameters": {
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+        "sharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 50}}}}} for _ in range(32)]
+    for c in config[:-1]:
+        c["requests"] = names[:-1]
+    crowded = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+               "metadata": {"name": "crowded", "namespace": "default"},
+               "spec": {"spec": {"devices": {"requests": requests, "config": config}}}}
+    return crowded
+
+
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_a_crowded_template_is_evaluated_within_the_cost_budgets(cluster, kubectl, language):
+    """With failurePolicy Fail (onError: deny), a CEL cost or evaluation error would deny with the apiserver's
+    own message: the crowded template is denied by the rule's message, the device type one."""
+    policy = dataclasses.replace(POLICIES["dra-demos"], language=language,
+                                 on_error={**POLICIES["dra-demos"].on_error, RULE: "deny"})
+    objects = [o for o in export(policy) if o["metadata"]["labels"][RULE_LABEL] == RULE.value]
+    assert {o["spec"]["failurePolicy"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"} == {"Fail"}
+    kubectl.apply(yaml.safe_dump_all(objects))
+    try:
+        wait_for(lambda: _answered(kubectl), "the device-config policies to answer")
+        crowded = _crowded_template()
+        engine = {v.message for v in evaluate_docs(crowded, policy=policy).violations if v.rule is RULE}
+        result = kubectl.create(crowded, "--dry-run=server", check=False)
+        assert "cost" not in result.stderr and "expression" not in result.stderr.lower(), result.stderr
+        said = LINE.findall(result.stderr)
+        assert result.returncode == 1 and len(said) == 1 and said[0] in engine, (result.stderr, engine)
+        assert "config[31].requests[31]" in said[0] and '"a7"' in said[0], said
+    finally:
+        kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "-l",
+                    f"{RULE_LABEL}={RULE.value}", "--wait=true", check=False)
+        wait_for(lambda: _silent(kubectl), "the device-config policies to be gone")

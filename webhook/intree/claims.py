@@ -242,9 +242,12 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
         p = params(c)
         return f"has({p}.kind) && {p}.kind in variables.kinds[{c}.opaque.driver]"
 
-    # ---- requests naming no request of the claim
-    known = ("(variables.requests.exists(r, r.name == n) || variables.requests.exists(r, has(r.firstAvailable) && "
-             "r.firstAvailable.exists(a, r.name + '/' + a.name == n)))")
+    # ---- requests naming no request of the claim (the names computed once: a claim may have 32 configs of
+    # 32 names each, and 32 requests of 8 alternatives; `in` over a list is the library's, not a comprehension)
+    variables.extend([
+        {"name": "request_names", "expression": REQUEST_NAMES},
+        {"name": "names", "expression": "variables.request_names.map(n, '\"' + n + '\"')"},
+    ])
 
     def missing_request(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
         j = "variables.missing_request_at"
@@ -255,12 +258,11 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
                     request=Cel(f"{c}.requests[{j}]")),
                 T("a config applies only to requests of its own claim"), listed)
 
-    check("missing_request", lambda c: f"has({c}.requests) && {c}.requests.exists(n, !{known})", missing_request)
-    variables.extend([
-        {"name": "missing_request_at", "expression":
-         f"variables.configs[variables.missing_request].requests.map(n, !{known}).indexOf(true)"},
-        {"name": "names", "expression": NAMES},
-    ])
+    check("missing_request", lambda c: f"has({c}.requests) && {c}.requests.exists(n, !(n in variables.request_names))",
+          missing_request)
+    variables.append({"name": "missing_request_at", "expression": "variables.configs[variables.missing_request]"
+                                                                  ".requests.map(n, !(n in variables.request_names))"
+                                                                  ".indexOf(true)"})
 
     # ---- apiVersion and kind
     def api_version(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
@@ -450,47 +452,59 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
     return variables, out
 
 
-# Every name a config's `requests` may give, quoted, in the claim's order (device_config._requests): each
-# request, then `<request>/<alternative>` for its firstAvailable alternatives (names never hold a newline).
-NAMES = ("size(variables.requests) == 0 ? [] : variables.requests.map(r, has(r.firstAvailable) && "
-         "size(r.firstAvailable) > 0 ? '\"' + r.name + '\"\\n' + "
-         "r.firstAvailable.map(a, '\"' + r.name + '/' + a.name + '\"').join('\\n') : "
-         "'\"' + r.name + '\"').join('\\n').split('\\n')")
+# Every name a config's `requests` may give, in the claim's order (device_config._requests): each request, then
+# `<request>/<alternative>` for its firstAvailable alternatives (names never hold a newline: DNS labels).
+REQUEST_NAMES = ("size(variables.requests) == 0 ? [] : variables.requests.map(r, has(r.firstAvailable) && "
+                 "size(r.firstAvailable) > 0 ? r.name + '\\n' + r.firstAvailable.map(a, r.name + '/' + a.name)"
+                 ".join('\\n') : r.name).join('\\n').split('\\n')")
 
 
 def _device_types(check: Callable[..., None], variables: list[dict[str, Any]], policy: Policy,
                   params: Callable[[str], str], own: Callable[[str], str]) -> None:
-    types = _class_types(policy)
-    variables.extend([
-        {"name": "class_types", "expression": "{" + ", ".join(f"{lit(d)}: {_cel_map(t)}" for d, t in types.items())
-                                              + "}"},
-        {"name": "wanted", "expression": _cel_map(KIND_DEVICE_TYPE)},
-    ])
-    by_driver, wanted_map = "variables.class_types", "variables.wanted"
+    """The device types each name in `requests` stands for, computed once, parallel to `request_names`:
+    `|<driver>/<type>|...|` of its device requests' DeviceClasses (a request with alternatives: every
+    alternative's), by the policy's classes."""
+    flat = {name: f"{driver}/{t}" for driver, classes in _class_types(policy).items() for name, t in classes.items()}
 
-    def bad(c: str, cls: str) -> str:
-        t = f"{by_driver}[{c}.opaque.driver]"
-        return f"({cls} in {t} && {t}[{cls}] != {wanted_map}[{params(c)}.kind])"
+    def type_of(cls: str) -> str:
+        return f"({cls} in variables.class_types ? variables.class_types[{cls}] : '')"
+
+    leaf_types = ("size(variables.requests) == 0 ? [] : variables.requests.map(r, has(r.firstAvailable) && "
+                  f"size(r.firstAvailable) > 0 ? '|' + r.firstAvailable.map(a, {type_of('a.deviceClassName')})"
+                  ".join('|') + '|\\n' + r.firstAvailable.map(a, '|' + "
+                  f"{type_of('a.deviceClassName')} + '|').join('\\n') : "
+                  f"'|' + (has(r.exactly) ? {type_of('r.exactly.deviceClassName')} : '') + '|')"
+                  ".join('\\n').split('\\n')")
+    variables.extend([
+        {"name": "class_types", "expression": _cel_map(flat)},
+        {"name": "wanted", "expression": _cel_map(KIND_DEVICE_TYPE)},
+        {"name": "name_types", "expression": leaf_types},
+    ])
+    types = strings(DEVICE_TYPE_KIND)
 
     def mismatched(c: str, n: str) -> str:
-        return (f"variables.requests.exists(r, (r.name == {n} && "
-                f"(has(r.firstAvailable) && size(r.firstAvailable) > 0 ? "
-                f"r.firstAvailable.exists(a, {bad(c, 'a.deviceClassName')}) : has(r.exactly) && "
-                f"{bad(c, 'r.exactly.deviceClassName')})) || (has(r.firstAvailable) && r.firstAvailable.exists(a, "
-                f"r.name + '/' + a.name == {n} && {bad(c, 'a.deviceClassName')})))")
+        """CEL: the name `n` of the config `c`'s requests stands for a device of another type of its driver."""
+        return (f"{n} in variables.request_names && {types}.exists(t, t != variables.wanted[{params(c)}.kind] && "
+                f"variables.name_types[variables.request_names.indexOf({n})].contains("
+                f"'|' + {c}.opaque.driver + '/' + t + '|'))")
+
+    def bad(c: str, cls: str) -> str:
+        """CEL: the class `cls` gives a device of the config's driver of another type than the config's."""
+        t = type_of(cls)
+        return f"({t}.startsWith({c}.opaque.driver + '/') && {t} != {c}.opaque.driver + '/' + " \
+               f"variables.wanted[{params(c)}.kind])"
 
     c0 = "variables.configs[variables.device_type]"
     n0 = f"{c0}.requests[variables.device_type_at]"
-    # [leaf name, its class] of the first leaf of that name whose class gives another type
+    # [leaf name, its class] of the first device request of that name whose class gives another type
     plain_leaf = (f"variables.requests.filter(r, r.name == {n0}).map(r, has(r.firstAvailable) && "
                   f"size(r.firstAvailable) > 0 ? r.firstAvailable.filter(a, {bad(c0, 'a.deviceClassName')})"
                   f".map(a, [a.name, a.deviceClassName])[0] : [r.name, r.exactly.deviceClassName])")
     alt_leaf = (f"variables.requests.filter(r, has(r.firstAvailable)).map(r, r.firstAvailable.filter(a, "
                 f"r.name + '/' + a.name == {n0}).map(a, [a.name, a.deviceClassName])).filter(l, size(l) > 0)"
                 f".map(l, l[0])")
-    types_of = f"{by_driver}[{c0}.opaque.driver]"
-    found = f"{types_of}[variables.device_type_leaf[1]]"
-    wanted = f"{wanted_map}[{params(c0)}.kind]"
+    found = "variables.class_types[variables.device_type_leaf[1]].split('/')[1]"
+    wanted = f"variables.wanted[{params(c0)}.kind]"
     right = f"{_cel_map(DEVICE_TYPE_KIND)}[{found}]"
 
     def message(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:

@@ -258,7 +258,8 @@ def test_the_exported_value_is_checked_by_the_values_schema(render, tmp_path):
     pytest.param({"policy": {"lookups": {"deviceClasses": True}}}, id="policy"),
 ])
 def test_class_lookups_leave_double_mechanism_to_the_webhook(render, values):
-    """The cluster's DeviceClasses replace the policy's list the double-mechanism objects decide by: the
+    """The cluster's DeviceClasses replace the policy's list the double-mechanism and device-config objects
+    decide by: the
     chart leaves them out, as the export of that policy does, and keeps the other rules' objects."""
     rendered = render({**values, "inTree": {"validation": True}})
     policy = parse_policy(_policy_text(rendered), source="the chart's policy")
@@ -266,9 +267,9 @@ def test_class_lookups_leave_double_mechanism_to_the_webhook(render, values):
     objects = [o for o in rendered.objects if o["kind"] in IN_TREE]
     assert objects == export(policy)
     rules = {o["metadata"]["labels"]["gpu-admission.io/rule"] for o in objects}
-    assert "double-mechanism" not in rules and "visible-devices-override" in rules
+    assert "double-mechanism" not in rules and "device-config" not in rules and "visible-devices-override" in rules
     default = [o for o in render({"inTree": {"validation": True}}).objects if o["kind"] in IN_TREE]
-    assert "double-mechanism" in {o["metadata"]["labels"]["gpu-admission.io/rule"] for o in default}
+    assert {"double-mechanism", "device-config"} <= {o["metadata"]["labels"]["gpu-admission.io/rule"] for o in default}
 
 def test_class_lookups_leave_double_mechanism_out_of_a_releases_own_export(render, tmp_path):
     """Exported with DeviceClass lookups off, installed with them on (lookups are not compared): the chart
@@ -278,4 +279,4 @@ def test_class_lookups_leave_double_mechanism_out_of_a_releases_own_export(rende
                for o in exported["inTree"]["exported"]["validation"])
     rendered = render(_with({**OWN_POLICY, "lookups": {"deviceClasses": True}}, exported, validation=True))
     rules = {o["metadata"]["labels"]["gpu-admission.io/rule"] for o in rendered.objects if o["kind"] in IN_TREE}
-    assert "double-mechanism" not in rules and "visible-devices-override" in rules
+    assert "double-mechanism" not in rules and "device-config" not in rules and "visible-devices-override" in rules

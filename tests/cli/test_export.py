@@ -45,11 +45,12 @@ def test_follows_the_policy_in_force():
     assert code == 0
     docs = list(yaml.safe_load_all(text))
     assert {d["metadata"]["labels"]["gpu-admission.io/rule"] for d in docs} == {
-        "device-access-bypass", "run-as-root", "runtime-class-conflict", "double-mechanism"}
+        "device-access-bypass", "run-as-root", "runtime-class-conflict", "double-mechanism", "device-config"}
     actions = {(d["metadata"]["labels"]["gpu-admission.io/rule"], tuple(d["spec"]["validationActions"]))
                for d in docs if "validationActions" in d["spec"]}
     assert actions == {("device-access-bypass", ("Warn", "Audit")), ("run-as-root", ("Warn",)),
-                       ("runtime-class-conflict", ("Warn", "Audit")), ("double-mechanism", ("Warn", "Audit"))}
+                       ("runtime-class-conflict", ("Warn", "Audit")), ("double-mechanism", ("Warn", "Audit")),
+                       ("device-config", ("Warn", "Audit"))}
 
 
 def test_device_class_lookups_leave_double_mechanism_out():
@@ -57,7 +58,7 @@ def test_device_class_lookups_leave_double_mechanism_out():
     code, text, _ = _run("--set", "lookups.deviceClasses=true")
     assert code == 0
     rules = {d["metadata"]["labels"]["gpu-admission.io/rule"] for d in yaml.safe_load_all(text)}
-    assert "double-mechanism" not in rules and "device-access-bypass" in rules
+    assert "double-mechanism" not in rules and "device-config" not in rules and "device-access-bypass" in rules
 
 
 def test_a_bad_policy_is_a_usage_error_without_a_traceback():

@@ -262,8 +262,7 @@ def test_largest_pods_are_evaluated_within_the_cost_budgets(cluster, kubectl, la
     apiserver's own message: the largest pod-bearing objects of the corpus, and a crowded pod, are decided by
     the rules' messages only."""
     strict = [f"rules.{r}={{action: enforce, onError: deny}}"
-              for r in ("visible-devices-override", "device-access-bypass", "run-as-root", "runtime-class-conflict",
-                        "double-mechanism")]
+              for r in sorted(EXPORTED)]
     objects = export(*(a for s in strict for a in ("--set", s)), *language)
     assert {o["spec"]["failurePolicy"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"} == {"Fail"}
     kubectl.apply(yaml.safe_dump_all(_probe_last(objects)))

@@ -135,7 +135,7 @@ def test_in_tree_verdicts_equal_the_engines(case, language):
     view = view_of(seen, BY_KIND[seen["kind"]], ev.namespace)
     in_tree_policy = dataclasses.replace(policy, in_tree=InTree(validation=True))
     skipped = evaluate_docs(shaped, policy=in_tree_policy, docs=docs, user=case.user, namespace=case.namespace)
-    for rule in exported_rules(policy):
+    for rule in exported_rules(policy) - {Rule.DEVICE_CONFIG}:  # claims' rule: tests/intree/test_claim_parity.py
         mine = [o for o in objects if o["metadata"]["labels"][RULE_LABEL] == rule.value]
         (vap,) = [o for o in mine if o["kind"] == "ValidatingAdmissionPolicy" and matched(
             {**o, "spec": {**o["spec"], "matchConditions": []}}, seen, request)]
@@ -225,4 +225,5 @@ def test_double_mechanism_is_left_to_the_webhook_with_class_lookups():
     assert Rule.DOUBLE_MECHANISM not in exported_rules(on)
     assert not covered(frozenset({Rule.DOUBLE_MECHANISM}), view, on)
     assert not [o for o in export(on) if o["metadata"]["labels"][RULE_LABEL] == "double-mechanism"]
-    assert exported_rules(on) == exported_rules(off) - {Rule.DOUBLE_MECHANISM}
+    # device-config decides device types by the policy's classes too (tests/intree/test_claim_parity.py)
+    assert exported_rules(on) == exported_rules(off) - {Rule.DOUBLE_MECHANISM, Rule.DEVICE_CONFIG}

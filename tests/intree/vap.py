@@ -6,7 +6,7 @@ webhook/objects/selectors.py uses. It replaces the real plugin in unit tests; te
 the real one. `JSONPatch{op: ..., path: ..., value: ...}` objects are evaluated as maps and applied with
 the jsonpatch library (RFC 6902, as the apiserver's patcher). What it adds to the runtime is what the
 Kubernetes CEL library gives: `indexOf` and `min` (of strings) of its list library, its quantity library as
-webhook/objects/selectors.py declares it, and `join` of the CEL strings extension that the apiserver's
+webhook/objects/selectors.py declares it, and `join` and `split` of the CEL strings extension that the apiserver's
 environment includes (declared here: the extension's own `indexOf` of strings would clash with the list
 library's)."""
 from __future__ import annotations
@@ -45,10 +45,13 @@ def _env():
     join = cel.FunctionDecl("join", [
         cel.Overload("list_join_string", T.STRING, [T.List(T.STRING), T.STRING], is_member=True,
                      impl=lambda values, sep: sep.join(values))])
+    split = cel.FunctionDecl("split", [
+        cel.Overload("string_split_string", T.List(T.STRING), [T.STRING, T.STRING], is_member=True,
+                     impl=lambda text, sep: text.split(sep))])
     least = cel.FunctionDecl("min", [
         cel.Overload("list_min_string", T.STRING, [T.List(T.STRING)], is_member=True, impl=_min)])
     return cel.NewEnv(variables={"object": T.DYN, "request": T.DYN, "variables": T.DYN},
-                      functions=[index_of, join, least, *quantity_functions()])
+                      functions=[index_of, join, split, least, *quantity_functions()])
 
 
 @functools.lru_cache(maxsize=4096)

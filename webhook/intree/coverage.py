@@ -169,5 +169,6 @@ COVERED: Mapping[Rule, Callable[[PodView, Policy], bool]] = {
 
 
 def covered(rules: frozenset[Rule], view: PodView, policy: Policy) -> frozenset[Rule]:
-    """Those of `rules` whose in-tree policy decides for this pod-bearing object."""
-    return frozenset(r for r in rules if COVERED[r](view, policy))
+    """Those of `rules` whose in-tree policy decides for this pod-bearing object (device-config's are
+    claims': webhook/intree/claims.py)."""
+    return frozenset(r for r in rules if r in COVERED and COVERED[r](view, policy))

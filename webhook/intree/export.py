@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.config.model import DEVICE_PLUGIN, Exception_, Policy
+from webhook.intree import claims
 from webhook.intree.cel import fnmatch_regex, lit, strings
 from webhook.intree.coverage import gpu_class_resources, pinnable
-from webhook.intree.rules import EXPORTED, coverage, validations
+from webhook.intree.rules import EXPORTED, Validation, coverage, validations
 from webhook.intree.shapes import SHAPES, Shape
 from webhook.rules import Action, Rule
 
@@ -61,11 +62,16 @@ def _name() -> str:
 def _exception(e: Exception_, shape: Shape) -> str:
     s = shape.spec
     parts = []
+    if not shape.pod and e.scheduler_names:
+        return "false"  # a claim has no scheduler (engine._lifted reads an empty spec)
     if e.namespaces:
         parts.append(f"request.namespace in {strings(e.namespaces)}")
     if e.names:
         parts.append(" || ".join(f"{_name()}.matches({lit(fnmatch_regex(p))})" for p in e.names))
-    if e.service_accounts:
+    if e.service_accounts and not shape.pod:  # a claim runs as no service account: only its author's
+        users = [f"system:serviceaccount:{a.replace('/', ':', 1)}" for a in e.service_accounts]
+        parts.append(f"request.userInfo.username in {strings(users)}")
+    elif e.service_accounts:
         account = (f"request.namespace + '/' + (has({s}.serviceAccountName) && {s}.serviceAccountName != '' ? "
                    f"{s}.serviceAccountName : 'default')")
         users = [f"system:serviceaccount:{a.replace('/', ':', 1)}" for a in e.service_accounts]
@@ -98,7 +104,20 @@ def exported_rules(policy: Policy) -> frozenset[Rule]:
                      and (r is not Rule.RUNTIME_CLASS_CONFLICT
                           or any(c.mechanism == DEVICE_PLUGIN for c in pinnable(policy)))
                      and (r is not Rule.DOUBLE_MECHANISM
-                          or (not policy.lookups.device_classes and bool(gpu_class_resources(policy)))))
+                          or (not policy.lookups.device_classes and bool(gpu_class_resources(policy))))
+                     and (r is not Rule.DEVICE_CONFIG or not policy.lookups.device_classes))
+
+
+def shapes(rule: Rule) -> tuple[Shape, ...]:
+    """The shapes of the objects the rule's policies match: pod specs, or device-config's claims."""
+    return claims.CLAIM_SHAPES if rule is Rule.DEVICE_CONFIG else SHAPES
+
+
+def _decided(rule: Rule, shape: Shape, policy: Policy) -> tuple[str, list[dict[str, Any]], list[Validation]]:
+    """(coverage, variables, validations) of the rule's policy for `shape`."""
+    if rule is Rule.DEVICE_CONFIG:
+        return claims.coverage(shape, policy), *claims.validations(shape, policy)
+    return coverage(rule, shape, policy), *validations(rule, shape, policy)
 
 
 def export(policy: Policy) -> list[dict[str, Any]]:
@@ -110,14 +129,14 @@ def export(policy: Policy) -> list[dict[str, Any]]:
         rule_scopes = scopes(policy, rule)
         # every overridden namespace has its own binding, or none where the rule is off there
         overridden = sorted(policy.overridden_namespaces)
-        for shape in SHAPES:
+        for shape in shapes(rule):
             name = policy_name(rule, shape)
             labels = {**MANAGED_BY, RULE_LABEL: rule.value}
-            conditions = [{"name": "covered", "expression": coverage(rule, shape, policy)}]
+            covers, variables, checks = _decided(rule, shape, policy)
+            conditions = [{"name": "covered", "expression": covers}]
             excepted = _excepted(policy, rule, shape)
             if excepted:
                 conditions.append({"name": "not-excepted", "expression": f"!({excepted})"})
-            variables, checks = validations(rule, shape, policy)
             out.append({
                 "apiVersion": API_VERSION, "kind": "ValidatingAdmissionPolicy",
                 "metadata": {"name": name, "labels": labels},
@@ -126,7 +145,7 @@ def export(policy: Policy) -> list[dict[str, Any]]:
                     "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": shape.rules},
                     "matchConditions": conditions,
                     "variables": [
-                        {"name": "spec", "expression": shape.spec},
+                        *([{"name": "spec", "expression": shape.spec}] if shape.pod else []),
                         {"name": "subject", "expression": f"{_kind_word(shape)} + ' \"' + request.namespace + "
                                                           f"'/' + {_name()} + '\"'"},
                         *variables,

@@ -355,4 +355,4 @@ def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], li
 
 
 EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS, Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT,
-            Rule.DOUBLE_MECHANISM)
+            Rule.DOUBLE_MECHANISM, Rule.DEVICE_CONFIG)

@@ -15,6 +15,7 @@ class Shape:
     spec: str  # CEL: the pod spec
     meta: str  # CEL: the pod's metadata (a template's may be absent: guarded by has())
     prefix: str  # field paths of messages, as the engine writes them
+    pod: bool = True  # a pod spec's shape (False: a claim's, whose `spec` is the claim spec)
 
     @property
     def rules(self) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from webhook.config.model import Policy
 from webhook.intree.cel import lit, strings
 from webhook.locale import gettext_for
-from webhook.policy.messages import LINE, Arg, render
+from webhook.policy.messages import _AND, _COMMA, LINE, Arg, render
 from webhook.rules import Rule
 
 _PARSER = string.Formatter()
@@ -44,7 +44,15 @@ class Msg:
     args: Mapping[str, Piece]
 
 
-Piece = Arg | Cel | If | Msg
+@dataclass(frozen=True, slots=True)
+class CelNames:
+    """messages.names of a CEL list of strings without duplicates ('a', 'a and b', 'a, b and c'), in the
+    message's language."""
+
+    values: str
+
+
+Piece = Arg | Cel | If | Msg | CelNames
 
 
 def msg(msgid: str, /, **args: Piece) -> Msg:
@@ -66,6 +74,11 @@ def _parts(piece: Piece, tr: Callable[[str], str], language: str) -> list[_Part]
     if isinstance(piece, If):
         return [Cel(f"({piece.condition} ? {_concat(_parts(piece.then, tr, language))} : "
                     f"{_concat(_parts(piece.otherwise, tr, language))})")]
+    if isinstance(piece, CelNames):
+        values = piece.values
+        first = Cel(f"{values}.filter(x, {values}.indexOf(x) < size({values}) - 1).join({lit(tr(_COMMA))})")
+        return _parts(If(f"size({values}) <= 1", Cel(f"{values}.join('')"),
+                         Msg(_AND, {"first": first, "last": Cel(f"{values}[size({values}) - 1]")})), tr, language)
     if isinstance(piece, Msg):
         template = tr(piece.msgid)
         if not piece.args:  # as the engine renders a Text without arguments: braces and all

@@ -7,6 +7,7 @@ from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
 from webhook.config.model import Policy
+from webhook.intree.claims import covered as claims_covered
 from webhook.intree.coverage import covered
 from webhook.intree.export import exported_rules
 from webhook.intree.mutations import mutated_rules, silent_in
@@ -57,7 +58,7 @@ def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, 
     if kind in INFRASTRUCTURE_KINDS:
         return _infrastructure(obj, kind, name, policy, context, plan)
     if info is not None or is_legacy_dra(obj):
-        return _dra_object(obj, kind, name, namespace, policy, context, plan)
+        return _dra_object(obj, kind, name, namespace, operation, policy, context, plan)
     return Evaluation(kind=kind, namespace=namespace, name=name, language=plan.language,
                       skipped=f"kind {kind or '(none)'} is not one gpu-admission handles")
 
@@ -242,10 +243,13 @@ def _about(findings: list[tuple[Rule, Finding]], view: PodView,
     return [(r, f) for r, f in findings if any(f.path == p or f.path.startswith((p + ".", p + "[")) for p in prefixes)]
 
 
-def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, policy: Policy, context: Context,
-                plan: _Plan) -> Evaluation:
+def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, operation: str, policy: Policy,
+                context: Context, plan: _Plan) -> Evaluation:
     facts = object_facts(obj, kind, name, namespace, policy, context)
     lifted = _lifted(policy, namespace, name, {}, context.user)
+    if Rule.DEVICE_CONFIG in plan.in_tree and operation == "CREATE" and facts.claim is not None \
+            and claims_covered(facts.claim, policy):
+        lifted = lifted | {Rule.DEVICE_CONFIG}  # the apiserver's device-config policy decides it
     errors: list[RuleError] = []
     target = Target.CLAIM if facts.claim is not None else Target.DEVICE_CLASS
     findings = _run_checks(plan.checks[target], facts, context, policy, lifted, errors)

@@ -29,6 +29,8 @@ pytestmark = pytest.mark.e2e
 RULE = Rule.DEVICE_CONFIG
 LINE = re.compile(r"ValidatingAdmissionPolicy 'gpu-admission\.device-config\.[a-z]+' with binding '[^']+'"
                   r"(?: denied request)?: (.+)$", re.M)
+DENIED = re.compile(r"ValidatingAdmissionPolicy 'gpu-admission\.device-config\.[a-z]+' with binding '[^']+' "
+                    r"denied request: ")
 PROBE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
          "metadata": {"name": "device-config-probe", "namespace": "default"},
          "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}],
@@ -48,6 +50,13 @@ def _silent(kubectl) -> bool:
                    for p in (PROBE, TEMPLATE_PROBE))
 
 
+def _remove(kubectl) -> None:
+    """Every device-config policy and binding gone, and no longer answering."""
+    kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "-l",
+                f"{RULE_LABEL}={RULE.value}", "--wait=true", check=False)
+    wait_for(lambda: _silent(kubectl), "the device-config policies to be gone")
+
+
 def _policy(case, language: str):
     policy, _ = listed(POLICIES[case.policy], case.docs)
     return dataclasses.replace(policy, language=language)
@@ -65,6 +74,9 @@ def _groups(language: str) -> dict:
 
 @pytest.mark.parametrize("language", ["en", "ja"])
 def test_device_config_in_tree_decides_as_the_engine(cluster, kubectl, language):
+    # From a clean slate: a release that exported device-config (tests/e2e/test_intree_chart.py) may have left
+    # its Deny binding in the apiserver's policy cache a moment after Helm deleted it.
+    _remove(kubectl)
     seen: Counter = Counter()
     for (_, _), (policy, cases) in _groups(language).items():
         objects = [o for o in export(policy) if o["metadata"]["labels"][RULE_LABEL] == RULE.value]
@@ -82,7 +94,7 @@ def test_device_config_in_tree_decides_as_the_engine(cluster, kubectl, language)
                 engine = {v.message for v in ev.violations if v.rule is RULE}
                 result = kubectl.create(shaped, "--dry-run=server", check=False)
                 said = LINE.findall(result.stderr)
-                if result.returncode != 0 and not said:
+                if result.returncode != 0 and not said and "admission webhook" not in result.stderr:
                     # the apiserver's own validation refused it before admission (a config naming a request the
                     # claim does not have; other rules' rows: admin access outside a labelled namespace, ...)
                     assert "ValidatingAdmissionPolicy" not in result.stderr, (case.id, result.stderr)
@@ -94,14 +106,14 @@ def test_device_config_in_tree_decides_as_the_engine(cluster, kubectl, language)
                     continue
                 assert said, (case.id, result.stderr, engine)
                 assert all(line in engine for line in said), (case.id, said, engine)
-                denied = result.returncode != 0
+                # the policies' own verdict: the session's webhook, when a module before this one installed the
+                # chart, may deny the same claim in its own words
+                denied = bool(DENIED.search(result.stderr))
                 assert denied == any("[device-config]" in m and v.action.value == "enforce"
                                      for v in ev.violations if v.rule is RULE for m in [v.message]), case.id
                 seen["decided"] += 1
         finally:
-            kubectl.run("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "-l",
-                        f"{RULE_LABEL}={RULE.value}", "--wait=true", check=False)
-            wait_for(lambda: _silent(kubectl), "the device-config policies to be gone")
+            _remove(kubectl)
     print(dict(seen))
     assert seen["decided"] >= 30 and seen["passing"] >= 15 and seen["uncovered"] >= 5, seen
 

@@ -434,37 +434,50 @@ class Bench:
 
     def burst(self, size: int, tag: str) -> tuple[list[float], int]:
         """`size` creates released at once, one thread and one warmed kept-alive connection each."""
-        barrier = threading.Barrier(size + 1)
-        lat: list[float] = []
-        failed = [0]
-        lock = threading.Lock()
+        lat, failures = burst(self.client, size, tag)
+        return lat, len(failures)
 
-        def one(i):
-            with contextlib.suppress(Exception):
-                self.client.request("GET", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default")
-            barrier.wait()
-            pod = json.loads(json.dumps(GPU_POD))
-            pod["metadata"]["name"] = f"{tag}-{i}"
-            started = time.perf_counter()
-            try:
-                status, _ = self.client.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", pod)
-                ok = status == 201
-            except Exception:  # a failed create is counted, whatever failed
-                ok = False
-            elapsed = time.perf_counter() - started
-            with lock:
-                if ok:
-                    lat.append(elapsed)
-                else:
-                    failed[0] += 1
 
-        threads = [threading.Thread(target=one, args=(i,)) for i in range(size)]
-        for t in threads:
-            t.start()
+def burst(client: Client, size: int, tag: str, template: dict | None = None) -> tuple[list[float], list[str]]:
+    """`size` GPU Pod creates released at once, one thread and one warmed kept-alive connection each: the
+    latencies of the created ones, and for each failed create why (the apiserver's status and message, or the
+    client's error)."""
+    barrier = threading.Barrier(size + 1)
+    lat: list[float] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def one(i):
+        with contextlib.suppress(Exception):
+            client.request("GET", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default")
         barrier.wait()
-        for t in threads:
-            t.join()
-        return lat, failed[0]
+        pod = json.loads(json.dumps(template or GPU_POD))
+        pod["metadata"]["name"] = f"{tag}-{i}"
+        started = time.perf_counter()
+        why = ""
+        try:
+            status, body = client.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", pod)
+            if status != 201:
+                try:
+                    why = f"{status}: {json.loads(body).get('message', '')}"
+                except ValueError:
+                    why = f"{status}: {body[:200]!r}"
+        except Exception as exc:  # a failed create is counted, whatever failed
+            why = f"no answer: {type(exc).__name__}: {exc}"
+        elapsed = time.perf_counter() - started
+        with lock:
+            if why:
+                failures.append(why)
+            else:
+                lat.append(elapsed)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(size)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    for t in threads:
+        t.join()
+    return lat, failures
 
 
 def _start(app: str, env: dict, ca: Path, port: int, cwd: Path, host: str):

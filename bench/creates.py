@@ -4,6 +4,7 @@ segments and connections per create).
 
     python bench/creates.py [--rounds 3] [--creates 500] [--rate 50] [--cpus apiserver=0-5,...]
     python bench/creates.py --bursts 50,200,500 --replicas 1,2,3 [--cpus ...]
+    python bench/creates.py --setups "no-op,no-op + patch" --profile DIR   # and the apiserver's CPU profiles
 
 Starts etcd and kube-apiserver (tests/e2e/cluster.py, no controllers: the bench creates the namespace's
 ServiceAccount itself) and registers the chart's own webhook configurations (rules, matchConditions,
@@ -235,7 +236,15 @@ class SteadyClient(Client):
 
 
 class Plane(Cluster):
-    """etcd and kube-apiserver only: the bench needs no controller (it makes the ServiceAccount itself)."""
+    """etcd and kube-apiserver only: the bench needs no controller (it makes the ServiceAccount itself). With
+    `profiling` set before it starts, the apiserver serves Go's pprof endpoints (/debug/pprof/)."""
+
+    profiling = False
+
+    def _spawn(self, name: str, argv: list[str]):
+        if name == "kube-apiserver" and self.profiling:
+            argv = ["--profiling=true" if a == "--profiling=false" else a for a in argv]
+        return super()._spawn(name, argv)
 
     def _start_controller_manager(self) -> None:
         pass
@@ -405,9 +414,12 @@ class Bench:
         time.sleep(1.2)  # the webhook's metrics are flushed once a second
         cpu0, tcp0, api0, hook0 = self.processes(setup), tcp_counters(), self.apiserver_metrics(), \
             self.webhook_metrics(setup)
+        profile = self.profile(setup, tag, int(n / rate))
         t0 = time.monotonic()
         lat = paced(self.client, GPU_POD, rate, n / rate, tag)
         elapsed = time.monotonic() - t0
+        if profile is not None:
+            profile.join()
         time.sleep(1.2)
         cpu1, tcp1, api1, hook1 = self.processes(setup), tcp_counters(), self.apiserver_metrics(), \
             self.webhook_metrics(setup)
@@ -425,6 +437,24 @@ class Bench:
         for k in hook1:
             row[k] = (hook1[k] - hook0[k]) / count * (1e3 if k.endswith(" s") else 1)
         return row
+
+    def profile(self, setup: str, tag: str, seconds: int) -> threading.Thread | None:
+        """The apiserver's CPU profile over the round's creates (`--profile DIR`), written to DIR/TAG.pb.gz for
+        `go tool pprof` (-top, -diff_base)."""
+        if not self.args.profile:
+            return None
+        out = self.args.profile / f"{tag}.pb.gz"
+
+        def fetch() -> None:
+            status, body = self.client.request("GET", f"/debug/pprof/profile?seconds={seconds}")
+            if status == 200:
+                out.write_bytes(body)
+            else:
+                print(f"  profile of {setup}: the apiserver answered {status}", flush=True)
+
+        thread = threading.Thread(target=fetch, daemon=True)
+        thread.start()
+        return thread
 
     def idle_rates(self, seconds: float = 5.0) -> dict[str, float]:
         a = self.processes("none")
@@ -638,6 +668,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rendered", type=Path, help="the chart's rendered webhook configurations and ConfigMap "
                                                   "as JSON (where helm_python is not installed)")
     ap.add_argument("--render-to", type=Path, help="write the rendered chart objects as JSON and exit")
+    ap.add_argument("--profile", type=Path, help="the apiserver with --profiling=true: a CPU profile of each round "
+                                                 "of each setup into this folder (ROUND-SETUP.pb.gz)")
     args = ap.parse_args(argv)
     docs = rendered(args.rendered)
     if args.render_to:
@@ -653,7 +685,11 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         certs.write(certs.generate(SERVICE, RELEASE_NAMESPACE), work / "tls")
         chain = carried_toolchain(args.bin) if args.bin else build.toolchain()
-        with Plane(work / "cluster", chain=chain) as cluster:
+        plane = Plane(work / "cluster", chain=chain)
+        if args.profile:
+            args.profile.mkdir(parents=True, exist_ok=True)
+            plane.profiling = True
+        with plane as cluster:
             for name in ("kube-apiserver", "etcd"):
                 pin(cluster.processes[name].pid, cpus.get(name.removeprefix("kube-")))
             bench = Bench(args, work, cluster, docs, cpus)

@@ -2,6 +2,7 @@
 how many replicas absorb it.
 
     python bench/bursts.py [--sizes 50,200,500] [--replicas 1,2,3] [--rounds 3] [--archive dist/...oci.tar]
+                           [--values JSON]   # more chart values, e.g. a longer mutating timeout
 
 Root (the node runs containerd, runc and the kubelet) and the e2e binaries (tests/e2e/build.py); the node's
 lock, as for the node's e2e modules: `flock /tmp/gpa-e2e-node.lock python bench/bursts.py ...`.

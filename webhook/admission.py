@@ -15,7 +15,7 @@ from webhook.metrics import Metrics, outcome_label
 from webhook.objects.lookup import Resolver
 from webhook.policy.messages import T, render
 from webhook.policy.results import Evaluation
-from webhook.server.logs import LOGGER
+from webhook.logs import LOGGER
 from webhook.text import capped
 
 log = logging.getLogger(f"{LOGGER}.admission")

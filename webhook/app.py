@@ -13,8 +13,8 @@ from webhook.lookups.cluster import ClusterResolver, build_resolver
 from webhook.lookups.kubeconfig import ClusterConfigError
 from webhook.metrics import Metrics
 from webhook.objects.lookup import Resolver
-from webhook.server import tls
-from webhook.server.logs import LOGGER
+from webhook.tls.reloader import reloader_for
+from webhook.logs import LOGGER
 from webhook.settings import Settings
 
 EXTENSION = "gpu-admission"
@@ -63,7 +63,7 @@ def _export_state(metrics: Metrics, settings: Settings, admission: Admission) ->
     counters and health (a ClusterResolver's stats; none without lookups)."""
     if settings.tls and settings.tls_cert is not None and settings.tls_key is not None:
         try:
-            metrics.certificate_in_use(tls.reloader_for(settings.tls_cert, settings.tls_key).status.not_after)
+            metrics.certificate_in_use(reloader_for(settings.tls_cert, settings.tls_key).status.not_after)
         except (OSError, ValueError):  # not loadable: /readyz says so, and no expiry is known
             pass
     if isinstance(admission.resolver, ClusterResolver):

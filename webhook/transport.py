@@ -16,8 +16,8 @@ from werkzeug.exceptions import HTTPException
 
 from webhook import review
 from webhook.admission import Admission, where
-from webhook.server import tls
-from webhook.server.logs import LOGGER
+from webhook.tls.reloader import CertificateStatus, reloader_for
+from webhook.logs import LOGGER
 from webhook.version import package_version
 
 log = logging.getLogger(f"{LOGGER}.admission")
@@ -44,9 +44,9 @@ def register(app: Flask, runtime) -> None:
         ready = True
         if settings.tls:
             try:
-                status = tls.reloader_for(settings.tls_cert, settings.tls_key).status
+                status = reloader_for(settings.tls_cert, settings.tls_key).status
             except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-                status = tls.CertificateStatus(False, error=str(exc))
+                status = CertificateStatus(False, error=str(exc))
             body["certificates"] = status.as_dict()
             ready = status.loaded
         body["ready"] = ready

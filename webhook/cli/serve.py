@@ -46,7 +46,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.server import certs
+    from webhook.tls import certs
     from webhook.server.runner import Server
 
     if (args.cert is None) != (args.key is None):

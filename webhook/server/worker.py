@@ -36,7 +36,7 @@ from gunicorn.sock import ssl_context
 from gunicorn.workers.ggevent import GeventWorker
 
 from webhook import review
-from webhook.server.logs import LOGGER
+from webhook.logs import LOGGER
 
 log = logging.getLogger(f"{LOGGER}.server")
 PLAIN_HTTP_LOG_INTERVAL = 60.0  # one line a minute at most for clients speaking HTTP to the HTTPS port

@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from webhook import settings
-from webhook import logs
+from webhook import logs, settings
 from webhook.logs import JsonFormatter, TextFormatter, logging_config
 
 SECRET = "tok-9f8e7d6c5b4a"

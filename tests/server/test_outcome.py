@@ -6,9 +6,10 @@ from types import MappingProxyType
 import orjson
 import pytest
 
-from webhook import review
-from webhook.handlers.outcome import Outcome, allow, deny, error, patch
-from webhook.handlers.request import AdmissionRequest
+from webhook.admission import codec
+from webhook.admission.codec import AdmissionRequest
+from webhook.admission.response import Outcome, allow, deny, error, patch
+from webhook.policy.phase import Phase
 
 OPS = ({"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"},)
 NOTE = MappingProxyType({"shared-claim": "x"})
@@ -34,7 +35,7 @@ def test_constructors(made, expected):
     pytest.param(error("broken"), {"code": 500, "reason": "InternalError", "message": "broken"}, id="error-is-500"),
 ])
 def test_a_refusal_carries_its_code(made, status):
-    assert review.response("u", made, mutating=False)["response"]["status"] == status
+    assert codec.response("u", made, Phase.VALIDATE)["response"]["status"] == status
 
 
 BASE = {"uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -62,9 +63,9 @@ def _body(**request):
                  id="every-field"),
 ])
 def test_parse_gives_a_typed_request(extra, expected):
-    assert review.parse(_body(**extra)) == expected
+    assert codec.parse(_body(**extra)) == expected
 
 
 def test_a_request_object_is_checked_as_a_body_is():
-    with pytest.raises(review.BadReview, match=r"request.oldObject: required for UPDATE"):
-        review.read_request({**BASE, "operation": "UPDATE"})
+    with pytest.raises(codec.BadReview, match=r"request.oldObject: required for UPDATE"):
+        codec.read_request({**BASE, "operation": "UPDATE"})

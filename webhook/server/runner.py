@@ -21,12 +21,12 @@ from gunicorn import glogging, util
 from gunicorn.app.base import BaseApplication
 
 from webhook.config import ConfigError
-from webhook.objects.lookup import Resolver
-from webhook.tls.reloader import reloader_for
 from webhook.logs import LOGGER, logging_config, python_level
+from webhook.objects.lookup import Resolver
 from webhook.server.reload import Watcher
 from webhook.server.worker import Limits, configured
 from webhook.settings import ENV_METRICS_DIR, Settings
+from webhook.tls.reloader import reloader_for
 
 log = logging.getLogger(f"{LOGGER}.server")
 METRICS_PREFIX = "gpu-admission-metrics-"

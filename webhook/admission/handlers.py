@@ -38,7 +38,7 @@ def validate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -
         return ev
     if not ev.violations and not ev.errors:  # most requests: nothing to say
         return allow(evaluation=ev)
-    denials, warnings, annotations = render.denials(ev), render.warnings(ev), render.annotations(ev)
+    denials, warnings, annotations = render.denial_lines(ev), render.warning_lines(ev), render.annotation_lines(ev)
     if denials:
         return deny("\n".join(denials), warnings=warnings, audit_annotations=annotations, evaluation=ev)
     return allow(warnings=warnings, audit_annotations=annotations, evaluation=ev)
@@ -50,7 +50,8 @@ def mutate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -> 
         return ev
     if not ev.violations and not ev.errors:
         return patch(ev.patch, evaluation=ev)
-    return patch(ev.patch, warnings=render.warnings(ev), audit_annotations=render.annotations(ev), evaluation=ev)
+    return patch(ev.patch, warnings=render.warning_lines(ev), audit_annotations=render.annotation_lines(ev),
+                 evaluation=ev)
 
 
 def _evaluate(request: AdmissionRequest, policy: Policy, resolver: Resolver, phase: Phase) -> Evaluation | Outcome:

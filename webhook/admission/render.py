@@ -63,7 +63,7 @@ def more(left: Left, count: int, language: str = "en", rule: Rule | None = None)
 # --- the findings of one evaluation ----------------------------------------------------------------------
 
 
-def denials(ev: Evaluation) -> list[str]:
+def denial_lines(ev: Evaluation) -> list[str]:
     """The denial's lines: the enforced findings, then a line for each rule that failed with onError deny."""
     lines = _bounded(((v.rule, v.message) for v in ev.denials), ev.language)
     # The exception's text could quote the object: only its type goes to the user (the log has the rule).
@@ -74,7 +74,7 @@ def denials(ev: Evaluation) -> list[str]:
     return lines
 
 
-def warnings(ev: Evaluation) -> tuple[str, ...]:
+def warning_lines(ev: Evaluation) -> tuple[str, ...]:
     """The warnings: warned findings, in a dry run what enforce would deny and mutations would do, then a line
     for each rule that failed and let the request through."""
     lines = _bounded(_warned(ev), ev.language)
@@ -84,7 +84,7 @@ def warnings(ev: Evaluation) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def annotations(ev: Evaluation) -> Mapping[str, str]:
+def annotation_lines(ev: Evaluation) -> Mapping[str, str]:
     """Audit annotations: one key per rule (the apiserver prefixes the webhook's name), its findings joined
     by " | ": the first MAX_CARRIED findings of the answer, then, in each rule's value, how many more."""
     by_rule: dict[str, list[str]] = {}

@@ -1,6 +1,7 @@
 """The four outcome constructors and the typed request: what each makes, and how the review layer answers it."""
 from __future__ import annotations
 
+import copy
 from types import MappingProxyType
 
 import orjson
@@ -69,3 +70,22 @@ def test_parse_gives_a_typed_request(extra, expected):
 def test_a_request_object_is_checked_as_a_body_is():
     with pytest.raises(codec.BadReview, match=r"request.oldObject: required for UPDATE"):
         codec.read_request({**BASE, "operation": "UPDATE"})
+
+
+@pytest.mark.parametrize("extra", [
+    pytest.param({}, id="minimal"),
+    pytest.param({"namespace": None, "name": None, "dryRun": None, "userInfo": None, "object": None,
+                  "operation": "DELETE"}, id="nulls"),
+    pytest.param({"resource": {"group": None, "version": "v1", "resource": "pods"}, "kind": {"version": "v1",
+                  "kind": "Pod"}}, id="group-null-or-absent"),
+    pytest.param({"userInfo": {"username": None, "uid": None, "groups": ["a"]}}, id="user-nulls"),
+    pytest.param({"operation": "UPDATE"}, id="refused"),
+])
+def test_decoding_leaves_the_request_as_it_was(extra):
+    request = copy.deepcopy({**BASE, **extra})
+    before = copy.deepcopy(request)
+    try:
+        codec.read_request(request)
+    except codec.BadReview:
+        pass
+    assert request == before

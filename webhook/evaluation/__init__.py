@@ -33,7 +33,7 @@ def evaluate_object(obj: dict, *, policy: Policy, resolver: Resolver, operation:
     if skipped is not None:
         # Before any lookup: exempt namespaces cost nothing, but for a controller that runs a GPU allocation
         # owner (infrastructure lives there), judged by the allocation-owner rule alone.
-        if kind == "Pod" or Phase.VALIDATE not in phases or \
+        if kind == "Pod" or not phases.validates or \
                 policy.settings_for(namespace)[1].get(Rule.ALLOCATION_OWNER) is Action.OFF:
             return skipped
         view = pod_view(obj, kind, namespace)

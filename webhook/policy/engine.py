@@ -46,7 +46,7 @@ def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, 
     adds: only those are mutated (hide-gpus) and only what concerns them is reported.
     `infrastructure_only`: a controller in an exempt namespace, where only its pod template's allocation
     owner is judged (infrastructure lives there)."""
-    validate, mutate = Phase.VALIDATE in phases, Phase.MUTATE in phases
+    validate, mutate = phases.validates, phases.mutates
     plan = _plan(policy, namespace)
     info = BY_KIND.get(kind)
     if info is not None and info.pod_spec_path is not None:

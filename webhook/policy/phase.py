@@ -2,15 +2,16 @@
 `gpu-admission check` runs both, mutating first and validating the mutated object, as the apiserver does."""
 from __future__ import annotations
 
-from enum import Flag
+from enum import Enum
 
 
-class Phase(Flag):
-    MUTATE = 1
-    VALIDATE = 2
-    BOTH = MUTATE | VALIDATE
+class Phase(Enum):
+    MUTATE = ("mutate", True, False)
+    VALIDATE = ("validate", False, True)
+    BOTH = ("mutate+validate", True, True)
 
-    @property
-    def endpoint(self) -> str:
-        """The endpoint's name ("mutate", "validate"): its path, its metrics label and its log field."""
-        return self.name.lower() if self.name else ""
+    def __init__(self, endpoint: str, mutates: bool, validates: bool):
+        self.endpoint = endpoint  # an endpoint's name: its path, its metrics label and its log field
+        # Plain attributes, not properties or Flag arithmetic: the engine reads them on every decision.
+        self.mutates = mutates
+        self.validates = validates

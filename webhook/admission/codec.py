@@ -93,8 +93,13 @@ def read_request(r: dict) -> AdmissionRequest:
     op = r.get("operation")
     if op not in OPERATIONS:
         raise BadReview(f"request.operation: must be one of {', '.join(OPERATIONS)}, not {_show(op)}")
-    namespace, name, sub_resource, _, obj, old, _, _, _, dry_run, user = (
-        _optional(r, name, kind, "request.") for name, kind in _OPTIONAL)
+    values = []
+    for key, expected in _OPTIONAL:  # a loop in place: this runs for every request
+        value = r.get(key)
+        if value is not None and type(value) is not expected:
+            raise _wrong("request.", key, value, expected)
+        values.append(value)
+    namespace, name, sub_resource, _, obj, old, _, _, _, dry_run, user = values
     user = _user(user) if user is not None else {}
     if op in ("CREATE", "UPDATE") and obj is None:
         raise BadReview(f"request.object: required for {op}")
@@ -109,13 +114,15 @@ def read_request(r: dict) -> AdmissionRequest:
 _OPTIONAL = (("namespace", str), ("name", str), ("subResource", str), ("requestSubResource", str),
              ("object", dict), ("oldObject", dict), ("options", dict), ("requestKind", dict),
              ("requestResource", dict), ("dryRun", bool), ("userInfo", dict))
-_USER_STRINGS = (("username", str), ("uid", str))
+_USER_STRINGS = (("username", str), ("uid", str))  # their nulls are dropped
 
 
 def _user(user: dict) -> dict:
     """userInfo, checked; without its null fields (a copy only when it has any)."""
-    for name, kind in _USER_STRINGS:
-        _optional(user, name, kind, "request.userInfo.")
+    for key, expected in _USER_STRINGS:
+        value = user.get(key)
+        if value is not None and type(value) is not expected:
+            raise _wrong("request.userInfo.", key, value, expected)
     groups = user.get("groups")
     if groups is not None and (type(groups) is not list or any(type(g) is not str for g in groups)):
         raise BadReview("request.userInfo.groups: must be a list of strings")
@@ -123,8 +130,8 @@ def _user(user: dict) -> dict:
     if extra is not None and (type(extra) is not dict or any(
             type(v) is not list or any(type(s) is not str for s in v) for v in extra.values())):
         raise BadReview("request.userInfo.extra: must map names to lists of strings")
-    if any(user.get(name, True) is None for name, _ in _USER_STRINGS):
-        return {k: v for k, v in user.items() if not (v is None and k in ("username", "uid"))}
+    if user.get("username", "") is None or user.get("uid", "") is None:
+        return {k: v for k, v in user.items() if v is not None or k not in ("username", "uid")}
     return user
 
 
@@ -144,11 +151,8 @@ def _gvk(r: dict, field: str, name: str) -> tuple[str, str]:
     return group, value[name]
 
 
-def _optional(r: dict, name: str, kind: type, where: str) -> Any:
-    value = r.get(name)
-    if value is not None and type(value) is not kind:
-        raise BadReview(f"{where}{name}: must be {_type_name(kind)}, not {_type(value)}")
-    return value
+def _wrong(where: str, name: str, value: Any, kind: type) -> BadReview:
+    return BadReview(f"{where}{name}: must be {_type_name(kind)}, not {_type(value)}")
 
 
 def _type(value: Any) -> str:

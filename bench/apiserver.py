@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import helm_python
 
-    from webhook.server import certs
+    from webhook.tls import certs
 
     results: dict[tuple[str, str, int], dict] = {}
     with tempfile.TemporaryDirectory(prefix="gpu-admission-bench-apiserver-") as tmp:

@@ -19,8 +19,9 @@ import time
 import orjson
 from load import review_body  # bench/load.py, beside this script: the AdmissionReview both benches send
 
-from webhook import dispatch, review
+from webhook.admission import codec, handlers
 from webhook.app import create_app, runtime
+from webhook.policy.phase import Phase
 from webhook.settings import Settings
 
 
@@ -39,13 +40,13 @@ def main(argv: list[str] | None = None) -> None:
         orjson.loads(body)
 
     def parse():
-        review.parse(body)
+        codec.parse(body)
 
     def decide():
-        dispatch.decide(review.parse(body), mutating=False, policy=policy, resolver=resolver)
+        handlers.handle(codec.parse(body), Phase.VALIDATE, policy=policy, resolver=resolver)
 
     def answer():
-        admission.answer("validate", body)
+        admission.answer(Phase.VALIDATE, body)
 
     def whole():  # what gunicorn calls: the WSGI app with a request's environ
         wsgi({"PATH_INFO": "/validate", "REQUEST_METHOD": "POST", "CONTENT_TYPE": "application/json",

@@ -679,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
     if "client" in cpus:
         os.sched_setaffinity(0, cpus["client"])
 
-    from webhook.server import certs
+    from webhook.tls import certs
 
     with tempfile.TemporaryDirectory(prefix="gpu-admission-bench-creates-") as tmp:
         work = Path(tmp)

@@ -44,10 +44,11 @@ import yaml
 
 from webhook.config import default_policy
 from webhook.config.model import InTree, Lookups
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.base import NoLookups
 from webhook.lookups.cluster import ClusterResolver
 from webhook.lookups.informer import object_key
+from webhook.policy.phase import Phase
 
 POD = Path(__file__).resolve().parents[1] / "tests" / "data" / "pods" / "apiserver-gpu-pod.json"
 
@@ -161,10 +162,10 @@ def make_scenarios() -> dict:
     if SCENARIOS == "in-tree":
         policy = dataclasses.replace(policy, in_tree=InTree(validation=True))
     resolver = NoLookups()
-    mutated = evaluate_object(pod, policy=policy, resolver=resolver, validate=False).mutated
+    mutated = evaluate_object(pod, policy=policy, resolver=resolver, phases=Phase.MUTATE).mutated
     return {
-        "validate (all rules)": lambda: evaluate_object(pod, policy=policy, resolver=resolver, mutate=False),
-        "mutate (+ JSON patch)": lambda: evaluate_object(pod, policy=policy, resolver=resolver, validate=False),
+        "validate (all rules)": lambda: evaluate_object(pod, policy=policy, resolver=resolver, phases=Phase.VALIDATE),
+        "mutate (+ JSON patch)": lambda: evaluate_object(pod, policy=policy, resolver=resolver, phases=Phase.MUTATE),
         "mutate + validate mutated": lambda: evaluate_object(pod, policy=policy, resolver=resolver),
         "jsonpatch.make_patch alone": lambda: jsonpatch.make_patch(pod, mutated),
     }

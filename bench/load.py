@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     sys.path.insert(0, str(REPO))
-    from webhook.server import certs
+    from webhook.tls import certs
 
     apps = {"no-op": "load:noop_app", "webhook": "webhook.server.wsgi:app"}
     if args.floor:

@@ -26,14 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the fake apiserver lives with the tests
 
 from tests.cluster.fakeapi import FakeApiServer, make_certificates  # noqa: E402
+from webhook.admission.codec import read_request  # noqa: E402
+from webhook.admission.handlers import AdmissionRequest, mutate, validate  # noqa: E402
 from webhook.config import default_policy  # noqa: E402
 from webhook.config.model import Lookups  # noqa: E402
-from webhook.handlers import AdmissionRequest, mutate, validate  # noqa: E402
 from webhook.lookups.base import NoLookups  # noqa: E402
 from webhook.lookups.bundle import BundleResolver  # noqa: E402
 from webhook.lookups.cluster import ClusterResolver  # noqa: E402
 from webhook.lookups.kubeconfig import load_api_client  # noqa: E402
-from webhook.review import read_request  # noqa: E402
 
 SEED = REPO / "tests" / "data" / "seed"
 REAL = REPO / "tests" / "data" / "fixtures" / "real-manifests"  # copies of public manifests, with provenance

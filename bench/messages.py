@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from webhook.config import default_policy  # noqa: E402
-from webhook.handlers.evaluate import evaluate_object  # noqa: E402
+from webhook.evaluation import evaluate_object  # noqa: E402
 from webhook.locale import LANGUAGES  # noqa: E402
 from webhook.lookups.bundle import BundleResolver  # noqa: E402
 

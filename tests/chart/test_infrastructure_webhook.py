@@ -12,7 +12,7 @@ import pytest
 
 from tests.policy.builders import ALLOC, DP_NODES, RULE_TESTS, apiserver_shaped
 from webhook.config import parse_policy
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.owners import OWNER_IMAGES, OWNER_PROGRAMS
 from webhook.rules import Rule

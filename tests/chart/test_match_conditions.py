@@ -12,7 +12,7 @@ import yaml
 
 from tests.support import DATA, FIXTURES, REAL_MANIFESTS, SEED
 from webhook.config import parse_policy
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.base import Lookup
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects import kinds

@@ -9,7 +9,7 @@ import pytest
 
 from webhook.cli.inputs import read_inputs
 from webhook.config import default_policy
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 
 OVERRIDE = [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]

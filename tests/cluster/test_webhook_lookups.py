@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
+from webhook.admission.codec import read_request
+from webhook.admission.handlers import AdmissionRequest, validate
 from webhook.config import default_policy
 from webhook.config.model import Lookups
-from webhook.handlers import AdmissionRequest, validate
 from webhook.lookups.cluster import ClusterResolver
-from webhook.review import read_request
 from webhook.rules import Action, Rule
 
 from .conftest import FAST, eventually, seed_text

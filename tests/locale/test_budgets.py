@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from webhook import review
+from webhook.admission import codec, render
+from webhook.admission.handlers import validate
 from webhook.config import default_policy
-from webhook.handlers import validate
 from webhook.lookups.base import NoLookups
+from webhook.policy.phase import Phase
 
 JA_LINE = ('pod "ai/train-{i}": container "trainer" が CUDA_VISIBLE_DEVICES を設定しています '
            "(spec.containers[0].env[0]、リテラル値で)。対処: 削除してください。理由: 上書きしても GPU は付与されません "
@@ -24,7 +25,7 @@ def _apiserver_truncates(warnings: list[str], total: int = 4096) -> bool:
 @pytest.mark.parametrize("count", [1, 5, 12, 40, 200])
 def test_japanese_warnings_stay_within_the_apiserver_s_rune_budget(count):
     lines = [JA_LINE.format(i=i) for i in range(count)]
-    kept = review.sanitize_warnings(lines, language="ja")
+    kept = render.sanitize_warnings(lines, language="ja")
     assert not _apiserver_truncates(kept)
     shown = [w for w in kept if w in lines]
     assert shown == lines[: len(shown)]  # whole, in order: no warning is cut
@@ -38,20 +39,20 @@ def test_the_budget_counts_runes_not_bytes():
     """Sixteen Japanese warnings: over 4096 bytes, under 4096 runes; the apiserver keeps them all, so do we."""
     lines = [JA_LINE.format(i=i) for i in range(16)]
     assert sum(len(w.encode()) for w in lines) > 4096 >= sum(len(w) for w in lines)
-    assert review.sanitize_warnings(lines, language="ja") == lines
+    assert render.sanitize_warnings(lines, language="ja") == lines
 
 
 def test_the_english_twin_keeps_the_same_number():
     """The benign twin: as many English warnings of the same length in runes are kept alike."""
     ja = [JA_LINE.format(i=i) for i in range(30)]
     en = [f"{i:04d}" + "x" * (len(w) - 4) for i, w in enumerate(ja)]
-    assert len(review.sanitize_warnings(ja, language="ja")) == len(review.sanitize_warnings(en))
+    assert len(render.sanitize_warnings(ja, language="ja")) == len(render.sanitize_warnings(en))
 
 
 @pytest.mark.parametrize("limit", range(4, 40))
 def test_a_cut_never_splits_a_character(limit):
     text = "GPU を要求しています" * 10
-    cut = review._cut(text, limit)
+    cut = render._cut(text, limit)
     assert len(cut.encode()) <= limit
     assert cut.endswith("...")
     assert text.startswith(cut[:-3])  # whole characters of the original, then the mark
@@ -59,15 +60,15 @@ def test_a_cut_never_splits_a_character(limit):
 
 def test_a_long_japanese_warning_is_cut_to_its_byte_cap_between_characters():
     line = "警" * 2000  # 6000 bytes
-    (kept,) = review.sanitize_warnings([line])
-    assert len(kept.encode()) <= review.WARNING_MAX_BYTES and kept == "警" * 340 + "..."
+    (kept,) = render.sanitize_warnings([line])
+    assert len(kept.encode()) <= render.WARNING_MAX_BYTES and kept == "警" * 340 + "..."
 
 
 def test_a_japanese_denial_is_bounded_in_bytes_and_says_how_many_more_in_japanese():
     lines = [JA_LINE.format(i=i) for i in range(200)]
-    message = review.denial_message("\n".join(lines), "ja")
+    message = render.denial_message("\n".join(lines), "ja")
     out = message.split("\n")
-    assert len(message.encode()) <= review.DENIAL_MAX_BYTES + 512
+    assert len(message.encode()) <= render.DENIAL_MAX_BYTES + 512
     assert out[:-1] == lines[: len(out) - 1]
     assert out[-1] == (f"... ほかに {200 - (len(out) - 1)} 件あります。すべて見るには manifest に "
                        "`gpu-admission check` を実行してください")
@@ -75,9 +76,9 @@ def test_a_japanese_denial_is_bounded_in_bytes_and_says_how_many_more_in_japanes
 
 def test_japanese_audit_annotations_stay_within_their_byte_caps():
     values = {f"rule-{i}": " | ".join(JA_LINE.format(i=j) for j in range(20)) for i in range(10)}
-    out = review.audit_annotations(values)
-    assert all(len(v.encode()) <= review.ANNOTATION_VALUE_MAX_BYTES for v in out.values())
-    assert sum(len(v.encode()) + len(k) for k, v in out.items()) <= review.ANNOTATIONS_MAX_BYTES + 128
+    out = render.audit_annotations(values)
+    assert all(len(v.encode()) <= render.ANNOTATION_VALUE_MAX_BYTES for v in out.values())
+    assert sum(len(v.encode()) + len(k) for k, v in out.items()) <= render.ANNOTATIONS_MAX_BYTES + 128
     for v in out.values():
         v.encode("utf-8")  # whole characters only: a cut inside one would not encode back
         assert "\ufffd" not in v
@@ -94,11 +95,11 @@ def test_a_japanese_answer_through_the_handler_and_review():
     request = {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE",
                "namespace": "ml", "object": pod, "userInfo": {}}
-    outcome = validate(review.read_request(request), policy=policy, resolver=NoLookups())
-    answer = review.response("u", outcome, mutating=False)["response"]
+    outcome = validate(codec.read_request(request), policy=policy, resolver=NoLookups())
+    answer = codec.response("u", outcome, Phase.VALIDATE)["response"]
     assert answer["allowed"] is False
     message = answer["status"]["message"]
-    assert len(message.encode()) <= review.DENIAL_MAX_BYTES + 512
+    assert len(message.encode()) <= render.DENIAL_MAX_BYTES + 512
     assert message.splitlines()[0].endswith("ja/visible-devices-override.md")
     warnings = answer.get("warnings", [])
     assert warnings and not _apiserver_truncates(warnings)

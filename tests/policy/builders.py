@@ -22,7 +22,7 @@ import yaml
 from tests.support import SEED
 from webhook.config import default_policy, parse_policy
 from webhook.config.load import DEFAULT_PATH
-from webhook.handlers.context import build_context
+from webhook.evaluation.context import build_context
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.kinds import POD_BEARING
 from webhook.objects.podspec import pod_view

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from tests.support import GOLDEN_RULES, compare_golden
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 
 

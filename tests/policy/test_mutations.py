@@ -13,8 +13,9 @@ import pytest
 from tests.support import DATA, REAL_MANIFESTS, load_docs, seed_docs
 from webhook.config import default_policy, parse_policy
 from webhook.config.load import DEFAULT_PATH
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.bundle import BundleResolver
+from webhook.policy.phase import Phase
 from webhook.rules import Action, Rule
 
 POLICY = default_policy()
@@ -147,7 +148,7 @@ def test_mutation_is_idempotent_and_mutated_pod_passes_validation(obj, expected_
     assert again.patch == (), "apiserver reinvocation must yield an empty patch"
     # The mutation adds no finding: what the mutated Pod is denied for, the original was denied for too.
     before = {(v.rule, v.path) for v in evaluate_object(obj, policy=POLICY, resolver=BundleResolver([]),
-                                                        mutate=False).violations}
+                                                        phases=Phase.VALIDATE).violations}
     after = {(v.rule, v.path) for v in again.violations}
     assert after <= before, after - before
     kubernetes_validate.validate(mutated, "1.34", strict=True)
@@ -203,7 +204,7 @@ def test_real_pods_mutated_validate_strict(obj, docs, request):
     assert again.allowed is (request.node.callspec.id not in REFUSED_REAL_PODS)
     # the mutation adds no finding
     before = {(v.rule, v.path) for v in evaluate_object(obj, policy=POLICY, resolver=BundleResolver([obj, *docs]),
-                                                        mutate=False).violations}
+                                                        phases=Phase.VALIDATE).violations}
     assert {(v.rule, v.path) for v in again.violations} <= before
 
 
@@ -299,9 +300,9 @@ def test_dry_run_reports_mutations_in_order_and_patches_nothing():
 
 # ---- debug containers: UPDATE of pods/ephemeralcontainers (kubectl debug) ---------------------------------
 
-from webhook.handlers import mutate as mutate_handler  # noqa: E402
-from webhook.handlers import validate as validate_handler  # noqa: E402
-from webhook.review import read_request  # noqa: E402
+from webhook.admission.codec import read_request  # noqa: E402
+from webhook.admission.handlers import mutate as mutate_handler  # noqa: E402
+from webhook.admission.handlers import validate as validate_handler  # noqa: E402
 
 CUDA_DEBUG = {"name": "debugger-x7k2p", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
               "stdin": True, "tty": True, "targetContainerName": "main"}
@@ -327,12 +328,12 @@ def debug_review(new, old):
 
 def debug_mutate(new, old):
     return evaluate_object(new, policy=POLICY, resolver=BundleResolver([new]), operation="UPDATE",
-                           sub_resource="ephemeralcontainers", old=old, validate=False)
+                           sub_resource="ephemeralcontainers", old=old, phases=Phase.MUTATE)
 
 
 def debug_validate(new, old):
     return evaluate_object(new, policy=POLICY, resolver=BundleResolver([new]), operation="UPDATE",
-                           sub_resource="ephemeralcontainers", old=old, mutate=False)
+                           sub_resource="ephemeralcontainers", old=old, phases=Phase.VALIDATE)
 
 
 VOID = {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}

@@ -9,12 +9,13 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from webhook.admission.handlers import AdmissionRequest, mutate, validate
 from webhook.config import default_policy, parse_policy
 from webhook.config.load import DEFAULT_PATH
-from webhook.handlers import AdmissionRequest, mutate, validate
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 from webhook.policy.patch import make_patch
+from webhook.policy.phase import Phase
 from webhook.rules import Action, Rule
 
 POLICY = default_policy()
@@ -214,9 +215,9 @@ def test_debug_container_updates_never_raise_and_touch_only_ephemeral_containers
             pod["spec"]["ephemeralContainers"].append(debug if isinstance(debug, dict) else {"name": "dbg",
                                                                                              "image": "i"})
     snapshot = copy.deepcopy(pod)
-    for mutating in (True, False):
+    for phases in (Phase.MUTATE, Phase.VALIDATE):
         ev = evaluate_object(pod, policy=POLICY, resolver=BundleResolver([]), namespace="ai", operation="UPDATE",
-                             sub_resource="ephemeralcontainers", old=old, validate=not mutating, mutate=mutating)
+                             sub_resource="ephemeralcontainers", old=old, phases=phases)
         assert pod == snapshot
         assert_well_formed(ev, pod)
         assert all(op["path"].startswith("/spec/ephemeralContainers/") for op in ev.patch)

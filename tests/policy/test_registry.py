@@ -10,7 +10,7 @@ import pytest
 
 from webhook.config import default_policy, parse_policy
 from webhook.config.load import DEFAULT_PATH
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.base import NoLookups
 from webhook.policy import checks
 from webhook.policy.checks import REGISTRY, claim_shape, legacy_api, visible_devices_override

@@ -21,7 +21,7 @@ import yaml
 
 from tests.support import DATA
 from webhook.config import default_policy
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 
 Path_ = tuple[Any, ...]

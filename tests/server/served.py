@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support import free_port, stop_group, wait_serving
-from webhook.server import certs
+from webhook.tls import certs
 
 from .apiserver import ApiServer
 from .conftest import policy_text

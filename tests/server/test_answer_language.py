@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 
 from tests.support import GOLDEN, compare_golden
-from webhook import handlers, review
-from webhook.handlers import MAX_CARRIED
-from webhook.handlers.outcome import patch
+from webhook.admission import codec, handlers, render
+from webhook.admission.render import MAX_CARRIED
+from webhook.admission.response import patch
 from webhook.locale import LANGUAGES
+from webhook.policy.phase import Phase
 
 from .apiserver import ApiServer
 from .conftest import flask_transport
@@ -65,8 +66,8 @@ def _lines(language: str, make_app, monkeypatch) -> list[str]:
                     *([answer.message] if not answer.allowed else [])]
 
     many = {f"rule-{i}": "x" * 4000 for i in range(8)}
-    out += ["# audit annotations past their total", review.audit_annotations(many, language)["not-shown"]]
-    out += ["# a denial without text", review.denial_message("", language)]
+    out += ["# audit annotations past their total", render.audit_annotations(many, language)["not-shown"]]
+    out += ["# a denial without text", render.denial_message("", language)]
     return out
 
 
@@ -96,15 +97,15 @@ def test_a_namespace_without_the_override_is_answered_in_english(make_app, monke
 @pytest.mark.parametrize("count", [1, 2])
 def test_the_not_shown_note_counts_in_both_languages(count):
     many = {f"rule-{i}": "x" * 5000 for i in range(4 + count)}  # four fill the 16 KiB
-    en = review.audit_annotations(many)["not-shown"]
-    ja = review.audit_annotations(many, "ja")["not-shown"]
+    en = render.audit_annotations(many)["not-shown"]
+    ja = render.audit_annotations(many, "ja")["not-shown"]
     assert en.startswith(f"{count} more annotation{'s' if count > 1 else ''};")
     assert f"あと {count} 件" in ja and "`gpu-admission check`" in ja
-    assert sum(len(v.encode()) + len(k) for k, v in review.audit_annotations(many, "ja").items()) \
-        <= review.ANNOTATIONS_MAX_BYTES + 200
+    assert sum(len(v.encode()) + len(k) for k, v in render.audit_annotations(many, "ja").items()) \
+        <= render.ANNOTATIONS_MAX_BYTES + 200
 
 
 def test_the_patch_too_large_denial_is_one_line_within_the_denial_cap():
     huge = patch(({"op": "add", "path": "/x", "value": "y" * 200_000},))
-    text = review.response("u", huge, mutating=True)["response"]["status"]["message"]
-    assert "\n" not in text and len(text.encode()) <= review.DENIAL_MAX_BYTES
+    text = codec.response("u", huge, Phase.MUTATE)["response"]["status"]["message"]
+    assert "\n" not in text and len(text.encode()) <= render.DENIAL_MAX_BYTES

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from webhook import review
-from webhook.handlers import MAX_CARRIED
+from webhook.admission import codec, render
+from webhook.admission.render import MAX_CARRIED
 
 from .apiserver import ApiServer, judge
 
@@ -57,11 +57,11 @@ def test_ten_thousand_findings_make_a_small_answer_quickly(make_app, wide_review
     elif mode == "audit":
         rule = "run-as-root" if path == "/validate" else "default-security-context"
         assert answer.allowed and answer.patch is None  # a dry run patches nothing
-        assert len(answer.annotations[rule].encode()) <= review.ANNOTATION_VALUE_MAX_BYTES
+        assert len(answer.annotations[rule].encode()) <= render.ANNOTATION_VALUE_MAX_BYTES
         assert answer.annotations[rule].endswith(f"not shown; run `gpu-admission check` on the manifest to see them "
                                                  "all "
                                                  f"[{rule}]")
-        assert sum(len(v.encode()) for v in answer.annotations.values()) <= review.ANNOTATIONS_MAX_BYTES + 200
+        assert sum(len(v.encode()) for v in answer.annotations.values()) <= render.ANNOTATIONS_MAX_BYTES + 200
         assert answer.annotations["mode"] == "dry-run"
     if path == "/mutate" and mode != "audit":  # the defaults of 10,000 containers: too large a patch to send
         assert not answer.allowed and "JSON patch of" in answer.message
@@ -90,4 +90,4 @@ def test_a_patch_that_fits_is_sent(make_app):
     response = make_app().test_client().post("/mutate?timeout=10s", data=body, content_type="application/json")
     answer = judge("/mutate", json.loads(body)["request"], 200, dict(response.headers), response.get_data())
     assert answer.allowed and answer.patch
-    assert len(base64.b64encode(json.dumps(answer.patch).encode())) < review.PATCH_MAX_BYTES
+    assert len(base64.b64encode(json.dumps(answer.patch).encode())) < codec.PATCH_MAX_BYTES

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from webhook.dispatch import differ
+from webhook.admission.handlers import differ
 
 from .apiserver import ApiServer, judge
 

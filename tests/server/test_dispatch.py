@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from webhook import dispatch
-from webhook.handlers.request import AdmissionRequest
+from webhook.admission import handlers
+from webhook.admission.codec import AdmissionRequest
 
 from .apiserver import shape
 
@@ -142,7 +142,7 @@ def test_only_the_listed_subresources_are_evaluated(request_, blocked):
     request = AdmissionRequest(uid="u", kind="Pod", group=request_["resource"]["group"],
                                resource=request_["resource"]["resource"], operation=request_["operation"],
                                sub_resource=request_.get("subResource", ""), object={}, old_object={"spec": {"x": 1}})
-    assert bool(dispatch.never_blocked(request)) is blocked
+    assert bool(handlers.never_blocked(request)) is blocked
 
 
 GOOD_GPU_POD = shape({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},

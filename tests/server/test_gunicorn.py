@@ -22,8 +22,8 @@ from cryptography import x509
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import free_port, group_pids
-from webhook.server import certs
 from webhook.server.runner import METRICS_FLUSH_SECONDS
+from webhook.tls import certs
 
 from .apiserver import ApiServer
 from .conftest import Volume, policy_text

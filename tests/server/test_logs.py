@@ -8,9 +8,8 @@ import sys
 
 import pytest
 
-from webhook import settings
-from webhook.server import logs
-from webhook.server.logs import JsonFormatter, TextFormatter, logging_config
+from webhook import logs, settings
+from webhook.logs import JsonFormatter, TextFormatter, logging_config
 
 SECRET = "tok-9f8e7d6c5b4a"
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "leaky", "namespace": "ml",

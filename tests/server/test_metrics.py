@@ -100,7 +100,7 @@ def test_operation_and_dry_run_come_from_the_request(make_app):
 def test_the_serving_certificates_expiry_is_a_metric(make_app, tmp_path):
     from cryptography import x509
 
-    from webhook.server import certs
+    from webhook.tls import certs
 
     certs.write(certs.generate("gpu-admission", "gpu-admission", days=30), tmp_path / "tls")
     app = make_app(tls_cert=tmp_path / "tls" / "tls.crt", tls_key=tmp_path / "tls" / "tls.key")

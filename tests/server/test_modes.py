@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhook import handlers
+from webhook.admission import handlers
 from webhook.policy.checks import visible_devices_override
 
 from .apiserver import ApiServer

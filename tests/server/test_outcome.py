@@ -1,14 +1,16 @@
 """The four outcome constructors and the typed request: what each makes, and how the review layer answers it."""
 from __future__ import annotations
 
+import copy
 from types import MappingProxyType
 
 import orjson
 import pytest
 
-from webhook import review
-from webhook.handlers.outcome import Outcome, allow, deny, error, patch
-from webhook.handlers.request import AdmissionRequest
+from webhook.admission import codec
+from webhook.admission.codec import AdmissionRequest
+from webhook.admission.response import Outcome, allow, deny, error, patch
+from webhook.policy.phase import Phase
 
 OPS = ({"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"},)
 NOTE = MappingProxyType({"shared-claim": "x"})
@@ -34,7 +36,7 @@ def test_constructors(made, expected):
     pytest.param(error("broken"), {"code": 500, "reason": "InternalError", "message": "broken"}, id="error-is-500"),
 ])
 def test_a_refusal_carries_its_code(made, status):
-    assert review.response("u", made, mutating=False)["response"]["status"] == status
+    assert codec.response("u", made, Phase.VALIDATE)["response"]["status"] == status
 
 
 BASE = {"uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -62,9 +64,28 @@ def _body(**request):
                  id="every-field"),
 ])
 def test_parse_gives_a_typed_request(extra, expected):
-    assert review.parse(_body(**extra)) == expected
+    assert codec.parse(_body(**extra)) == expected
 
 
 def test_a_request_object_is_checked_as_a_body_is():
-    with pytest.raises(review.BadReview, match=r"request.oldObject: required for UPDATE"):
-        review.read_request({**BASE, "operation": "UPDATE"})
+    with pytest.raises(codec.BadReview, match=r"request.oldObject: required for UPDATE"):
+        codec.read_request({**BASE, "operation": "UPDATE"})
+
+
+@pytest.mark.parametrize("extra", [
+    pytest.param({}, id="minimal"),
+    pytest.param({"namespace": None, "name": None, "dryRun": None, "userInfo": None, "object": None,
+                  "operation": "DELETE"}, id="nulls"),
+    pytest.param({"resource": {"group": None, "version": "v1", "resource": "pods"}, "kind": {"version": "v1",
+                  "kind": "Pod"}}, id="group-null-or-absent"),
+    pytest.param({"userInfo": {"username": None, "uid": None, "groups": ["a"]}}, id="user-nulls"),
+    pytest.param({"operation": "UPDATE"}, id="refused"),
+])
+def test_decoding_leaves_the_request_as_it_was(extra):
+    request = copy.deepcopy({**BASE, **extra})
+    before = copy.deepcopy(request)
+    try:
+        codec.read_request(request)
+    except codec.BadReview:
+        pass
+    assert request == before

@@ -7,8 +7,10 @@ from types import MappingProxyType
 
 import pytest
 
-from webhook import review
-from webhook.handlers.outcome import Outcome, error
+from webhook.admission import codec, render
+from webhook.admission.response import Outcome, error
+from webhook.policy.phase import Phase
+from webhook.text import one_line
 
 from .apiserver import Rejected, judge
 
@@ -16,7 +18,7 @@ REQUEST = {"uid": "705ab4f5-6393-11e8-b7cc-42010a800002"}
 
 
 def answer(outcome: Outcome, *, mutating: bool):
-    body = review.response(REQUEST["uid"], outcome, mutating=mutating)
+    body = codec.response(REQUEST["uid"], outcome, Phase.MUTATE if mutating else Phase.VALIDATE)
     return judge("/mutate" if mutating else "/validate", REQUEST, 200, {"Content-Type": "application/json"},
                  json.dumps(body).encode())
 
@@ -48,13 +50,13 @@ PATCH = ({"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"},)
         id="warnings-and-annotations"),
 ])
 def test_response_shape(outcome, mutating, expected):
-    body = review.response(REQUEST["uid"], outcome, mutating=mutating)
+    body = codec.response(REQUEST["uid"], outcome, Phase.MUTATE if mutating else Phase.VALIDATE)
     assert body == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": expected}
     answer(outcome, mutating=mutating)  # and the apiserver takes it
 
 
 def test_internal_error_denial_keeps_its_code():
-    body = review.response("u", error("broken"), mutating=False)
+    body = codec.response("u", error("broken"), Phase.VALIDATE)
     assert body["response"]["status"] == {"code": 500, "reason": "InternalError", "message": "broken"}
 
 
@@ -67,8 +69,8 @@ def test_denial_message_keeps_one_line_per_violation():
 
 def test_denial_message_is_bounded_and_says_how_many_more():
     lines = [f"violation {i} " + "x" * 200 for i in range(200)]
-    message = review.denial_message("\n".join(lines))
-    assert len(message.encode()) <= review.DENIAL_MAX_BYTES + 200
+    message = render.denial_message("\n".join(lines))
+    assert len(message.encode()) <= render.DENIAL_MAX_BYTES + 200
     last = message.split("\n")[-1]
     kept = len(message.split("\n")) - 1
     assert last == f"... and {200 - kept} more; run `gpu-admission check` on the manifest to see them all"
@@ -87,7 +89,7 @@ def test_denial_message_is_bounded_and_says_how_many_more():
     pytest.param("ユニコード", "ユニコード", id="unicode-kept"),
 ])
 def test_one_line(raw, expected):
-    assert review.one_line(raw) == expected
+    assert one_line(raw) == expected
 
 
 def _header_total(warnings):
@@ -106,14 +108,14 @@ def _header_total(warnings):
     pytest.param(["ü" * 3000], ["ü" * 510 + "..."], None, id="one-long-warning-cut"),
 ])
 def test_warnings_fit_the_apiserver_budget(warnings, kept, note):
-    out = review.sanitize_warnings(warnings)
-    assert _header_total(out) <= review.WARNINGS_BUDGET
+    out = render.sanitize_warnings(warnings)
+    assert _header_total(out) <= render.WARNINGS_BUDGET
     if kept is not None:
         assert out == kept
     if note:
         shown = len(out) - 1
         assert out[-1].startswith(f"gpu-admission: {len(warnings) - shown} {note}")
-        assert out[:-1] == [review.one_line(w) for w in warnings[:shown]]
+        assert out[:-1] == [one_line(w) for w in warnings[:shown]]
         assert shown > 0
     answer(Outcome(allowed=True, warnings=tuple(warnings)), mutating=False)
 
@@ -128,11 +130,11 @@ def test_warnings_fit_the_apiserver_budget(warnings, kept, note):
     pytest.param("Mixed_Case.ok", "Mixed_Case.ok", id="underscore-dot-case"),
 ])
 def test_annotation_keys_are_qualified_names(key, expected):
-    assert review.annotation_key(key) == expected
+    assert render.annotation_key(key) == expected
 
 
 def test_annotation_keys_that_collide_keep_both_values():
-    out = review.audit_annotations({"a/b": "1", "a-b": "2", "a b": "3", "": "dropped"})
+    out = render.audit_annotations({"a/b": "1", "a-b": "2", "a b": "3", "": "dropped"})
     assert out == {"a-b": "1", "a-b-2": "2", "a-b-3": "3"}
     answer(Outcome(allowed=True, audit_annotations=MappingProxyType({"a/b": "1", "a-b": "2", "x" * 70: "3"})),
            mutating=False)

@@ -79,10 +79,11 @@ def test_cert_and_key_go_together():
 def test_nothing_reads_the_environment_at_import():
     """Importing every module of the server with nonsense in the environment raises nothing; only
     the gunicorn config and wsgi modules, when loaded, read it."""
-    code = ("import webhook.app, webhook.transport, webhook.admission, webhook.review, webhook.dispatch, "
+    code = ("import webhook.app, webhook.admission.http, webhook.admission.record, webhook.admission.codec, "
+            "webhook.admission.handlers, "
             "webhook.metrics, "
-            "webhook.settings, webhook.server.runner, webhook.server.tls, webhook.server.certs, "
-            "webhook.server.reload, webhook.config.store, webhook.server.logs, webhook.cli.serve, webhook.cli.certs")
+            "webhook.settings, webhook.server.runner, webhook.tls.reloader, webhook.tls.certs, "
+            "webhook.server.reload, webhook.config.store, webhook.logs, webhook.cli.serve, webhook.cli.certs")
     env = {s.ENV_WORKERS: "many", s.ENV_LOG_LEVEL: "loud", s.ENV_BIND: "nowhere", "PATH": "/usr/bin:/bin"}
     subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, timeout=60)
     failed = subprocess.run([sys.executable, "-c", "import webhook.server.gunicorn_conf"], env=env, cwd=REPO,

@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from webhook.cli import certs as certs_cli
-from webhook.server import certs
-from webhook.server.tls import CertificateReloader, server_context
+from webhook.tls import certs
+from webhook.tls.reloader import CertificateReloader, server_context
 
 SERVICE, NAMESPACE = "gpu-admission", "gpu-system"
 SERVER_NAME = f"{SERVICE}.{NAMESPACE}.svc"

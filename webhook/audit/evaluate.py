@@ -13,7 +13,7 @@ from kubernetes.client import ApiClient
 
 from webhook.audit.listing import Listing
 from webhook.config.model import Policy
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.base import NoLookups
 from webhook.lookups.bundle import BundleResolver
 from webhook.lookups.cluster import ClusterResolver
@@ -21,6 +21,7 @@ from webhook.lookups.informer import InformerSettings
 from webhook.lookups.resources import ApiResource
 from webhook.objects.inventory import Inventory
 from webhook.objects.lookup import Lookup, Resolver
+from webhook.policy.phase import Phase
 from webhook.policy.results import Evaluation
 
 
@@ -104,7 +105,7 @@ def evaluate_listing(listing: Listing, policy: Policy, cluster: Resolver, *, clu
     out = []
     for done, (resource, obj) in enumerate(chosen, 1):
         out.append(Audited(resource, obj, evaluate_object(obj, policy=policy, resolver=resolver, operation="CREATE",
-                                                                 mutate=False)))
+                                                                 phases=Phase.VALIDATE)))
         if on_object is not None:
             on_object(done, len(chosen))
     return out

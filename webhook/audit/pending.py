@@ -9,7 +9,7 @@ from kubernetes.client import ApiClient
 
 from webhook.audit.listing import Listing, list_cluster
 from webhook.config.model import Policy
-from webhook.handlers.explain import explain_pod
+from webhook.evaluation.explain import explain_pod
 from webhook.lookups.base import NoLookups
 from webhook.lookups.bundle import BundleResolver
 from webhook.lookups.resources import (

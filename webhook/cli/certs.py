@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from webhook.cli.exits import fail
-from webhook.server import certs
+from webhook.tls import certs
 
 
 def register(subparsers) -> None:

@@ -13,7 +13,7 @@ from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_
 from webhook.cli.sarif import sarif_log
 from webhook.cli.subjects import Subject
 from webhook.config import Policy
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.kinds import BY_KIND, is_legacy_dra
 

@@ -15,7 +15,7 @@ from webhook.cli.exits import fail
 from webhook.cli.inputs import read_inputs
 from webhook.cli.policy_arg import EXIT_DENIED, EXIT_ERROR, EXIT_OK, add_policy_options, load_policy_or_exit
 from webhook.config.model import Policy
-from webhook.handlers.explain import explain_pod
+from webhook.evaluation.explain import explain_pod
 from webhook.lookups.base import NoLookups
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.access import as_dict, as_str

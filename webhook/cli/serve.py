@@ -46,8 +46,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.server import certs
     from webhook.server.runner import Server
+    from webhook.tls import certs
 
     if (args.cert is None) != (args.key is None):
         return fail("give --cert and --key together", command="serve")

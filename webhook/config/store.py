@@ -18,7 +18,7 @@ from pathlib import Path
 from webhook.config.load import ConfigError, default_policy, parse_policy
 from webhook.config.model import Policy
 
-# A child of the server's logger (webhook.server.logs.LOGGER), named here so that config imports no server code.
+# A child of the server's logger (webhook.logs.LOGGER), named here so that config imports no server code.
 log = logging.getLogger("gpu_admission.policy")
 SHIPPED_DEFAULT = "shipped default"
 

@@ -24,6 +24,7 @@ from webhook.policy.infra import InfraFacts, infra_facts
 from webhook.policy.messages import line, mutation_line
 from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
 from webhook.policy.patch import make_patch
+from webhook.policy.phase import Phase
 from webhook.policy.results import Evaluation, Finding, Mutation, RuleError, Violation
 from webhook.rules import Action, Rule
 
@@ -34,10 +35,10 @@ _STRENGTH = {Action.OFF: 0, Action.AUDIT: 1, Action.WARN: 2, Action.ENFORCE: 3}
 
 
 def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, context: Context,
-             operation: str = "CREATE", validate: bool = True, mutate: bool = True, view: PodView | None = None,
+             operation: str = "CREATE", phases: Phase = Phase.BOTH, view: PodView | None = None,
              added_ephemeral: frozenset[str] | None = None, infrastructure_only: bool = False) -> Evaluation:
     """Evaluate `obj` as the webhooks would on `operation`: for a Pod on CREATE the mutating webhook's patch
-    first (`mutate`), then the validating rules on the mutated Pod (`validate`).
+    first (`Phase.MUTATE`), then the validating rules on the mutated Pod (`Phase.VALIDATE`).
 
     `kind` and `namespace` are the object's, as `object_namespace` reads them; exempt namespaces were
     skipped before (`exempt`). `view` is the object's pod view when the caller has already built it.
@@ -45,6 +46,7 @@ def evaluate(obj: dict[str, Any], *, kind: str, namespace: str, policy: Policy, 
     adds: only those are mutated (hide-gpus) and only what concerns them is reported.
     `infrastructure_only`: a controller in an exempt namespace, where only its pod template's allocation
     owner is judged (infrastructure lives there)."""
+    validate, mutate = phases.validates, phases.mutates
     plan = _plan(policy, namespace)
     info = BY_KIND.get(kind)
     if info is not None and info.pod_spec_path is not None:

@@ -1,1 +1,2 @@
-"""Running the webhook as deployed: gunicorn over TLS, certificates, reloads, JSON logs."""
+"""The process: gunicorn as deployed, its worker, and the threads that watch for reloads. The top layer: it runs
+the app (webhook.app); nothing below imports it."""

@@ -5,7 +5,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from webhook.server.logs import LOGGER
+from webhook.logs import LOGGER
 
 log = logging.getLogger(f"{LOGGER}.policy")
 

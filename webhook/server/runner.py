@@ -21,12 +21,12 @@ from gunicorn import glogging, util
 from gunicorn.app.base import BaseApplication
 
 from webhook.config import ConfigError
+from webhook.logs import LOGGER, logging_config, python_level
 from webhook.objects.lookup import Resolver
-from webhook.server import tls
-from webhook.server.logs import LOGGER, logging_config, python_level
 from webhook.server.reload import Watcher
 from webhook.server.worker import Limits, configured
 from webhook.settings import ENV_METRICS_DIR, Settings
+from webhook.tls.reloader import reloader_for
 
 log = logging.getLogger(f"{LOGGER}.server")
 METRICS_PREFIX = "gpu-admission-metrics-"
@@ -162,7 +162,7 @@ def _refuse_taken_address(bind: str) -> None:
 def ssl_context(config, default_ssl_context_factory):
     """gunicorn's hook, called for every new connection: the current context of the reloader (which
     makes its own contexts: TLS 1.2 at least, no client certificates)."""
-    return tls.reloader_for(Path(config.certfile), Path(config.keyfile)).context()
+    return reloader_for(Path(config.certfile), Path(config.keyfile)).context()
 
 
 def build_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask:
@@ -185,7 +185,7 @@ def build_app(settings: Settings, *, resolver: Resolver | None = None) -> Flask:
         raise
     if settings.tls_cert is not None and settings.tls_key is not None:  # TLS: load the pair now, or no worker boots
         try:
-            tls.reloader_for(settings.tls_cert, settings.tls_key)
+            reloader_for(settings.tls_cert, settings.tls_key)
         except ssl.SSLError as exc:
             log.critical("serving certificate does not load; not serving", extra={"fields": {
                 "event": "certificate-invalid", "cert": str(settings.tls_cert), "error": str(exc)}})

@@ -35,8 +35,8 @@ from gunicorn.http.body import LengthReader
 from gunicorn.sock import ssl_context
 from gunicorn.workers.ggevent import GeventWorker
 
-from webhook import review
-from webhook.server.logs import LOGGER
+from webhook.admission.http import status_body
+from webhook.logs import LOGGER
 
 log = logging.getLogger(f"{LOGGER}.server")
 PLAIN_HTTP_LOG_INTERVAL = 60.0  # one line a minute at most for clients speaking HTTP to the HTTPS port
@@ -347,7 +347,7 @@ def _write(client, data: bytes) -> None:
 
 def http_status(code: int, reason: str, message: str, *, close: bool) -> bytes:
     """A whole HTTP/1.1 answer whose body is a Kubernetes Status."""
-    body = review.dumps(review.status_body(code, reason, message))
+    body = status_body(code, reason, message)
     head = (f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n{'Connection: close' if close else 'Connection: keep-alive'}\r\n\r\n")
     return head.encode("latin-1") + body

@@ -277,7 +277,7 @@ NODE_CASES = [
 
 
 def _node_eval(old_labels, new_labels, docs, policy):
-    from webhook.handlers.evaluate import evaluate_object
+    from webhook.evaluation import evaluate_object
     from webhook.lookups.bundle import BundleResolver
 
     old, new = node("gpu-7", old_labels), node("gpu-7", new_labels)
@@ -303,7 +303,7 @@ def test_node_updates(case_id, old, new, docs, path, golden):
 
 
 def test_node_move_without_pod_lookups_warns_that_it_cannot_tell():
-    from webhook.handlers.evaluate import evaluate_object
+    from webhook.evaluation import evaluate_object
     from webhook.lookups.base import NoLookups
 
     ev = evaluate_object(node("gpu-7", TO_DRA), policy=POLICIES["default"], resolver=NoLookups(), operation="UPDATE",

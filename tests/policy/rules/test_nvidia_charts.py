@@ -13,7 +13,7 @@ import yaml
 
 from tests.policy.builders import POLICIES, apiserver_shaped
 from tests.support import DATA
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 from webhook.rules import Rule
 

@@ -10,7 +10,7 @@ import pytest
 from tests.policy.builders import POLICIES, apiserver_shaped
 from tests.support import REAL_MANIFESTS, load_docs
 from webhook.config import default_policy
-from webhook.handlers.evaluate import evaluate_object
+from webhook.evaluation import evaluate_object
 from webhook.lookups.bundle import BundleResolver
 from webhook.objects.kinds import BY_KIND, foreign_kind
 

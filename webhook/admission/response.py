@@ -1,5 +1,5 @@
-"""What a handler answers for one admission request, before the review layer shapes it for HTTP, and the
-four ways to make one (as controller-runtime's Allowed, Denied, Patched and Errored)."""
+"""What a handler answers for one admission request, before the codec encodes it, and the four ways to make
+one (as controller-runtime's Allowed, Denied, Patched and Errored)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -15,7 +15,7 @@ _NO_ANNOTATIONS: Mapping[str, str] = MappingProxyType({})  # read-only, so one s
 class Outcome:
     allowed: bool
     message: str = ""  # the denial: one line per violation, joined by "\n"
-    warnings: tuple[str, ...] = ()  # one line each; the review layer enforces the apiserver's limits
+    warnings: tuple[str, ...] = ()  # one line each; the codec enforces the apiserver's limits
     audit_annotations: Mapping[str, str] = field(default_factory=lambda: _NO_ANNOTATIONS)
     patch: tuple[dict, ...] = ()  # JSON Patch operations; only /mutate returns them
     evaluation: Evaluation | None = None  # for metrics and logs

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cryptography import x509
 
-from webhook.server.logs import LOGGER
+from webhook.logs import LOGGER
 
 log = logging.getLogger(f"{LOGGER}.tls")
 CHECK_INTERVAL = 1.0

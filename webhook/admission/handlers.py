@@ -1,30 +1,75 @@
-"""Which handler answers a checked AdmissionReview request, and which requests no rule may block.
+"""One handler per endpoint, chosen by its Phase: a checked AdmissionRequest in, an Outcome out (made only
+through allow, deny and patch).
 
 docs/architecture.md, Never blocked: DELETE, CONNECT, subresources other than `pods/ephemeralcontainers`, updates
 that change only status or metadata, and updates of a workload that leave its pod template as it was
-(replicas, suspend, parallelism: nothing the rules read) always go through, so that cleanup (claims,
-finalizers, Jobs) and scaling are never stuck behind a policy."""
+(replicas, suspend, parallelism: nothing the rules read) always go through, before either handler runs, so that
+cleanup (claims, finalizers, Jobs) and scaling are never stuck behind a policy."""
 from __future__ import annotations
 
 from typing import Any
 
-from webhook import handlers
-from webhook.config import Policy
-from webhook.handlers.outcome import Outcome, allow
-from webhook.handlers.request import AdmissionRequest
+from webhook.admission import render
+from webhook.admission.codec import AdmissionRequest
+from webhook.admission.response import Outcome, allow, deny, patch
+from webhook.config.model import Policy
+from webhook.evaluation import evaluate_object
+from webhook.objects.access import as_dict
 from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.objects.kinds import BY_RESOURCE, SUBRESOURCES
 from webhook.objects.lookup import Resolver
+from webhook.policy.phase import Phase
+from webhook.policy.results import Evaluation
 
-_UNREAD = frozenset({"metadata", "status"})
+__all__ = ["AdmissionRequest", "Outcome", "handle", "mutate", "never_blocked", "validate"]
 
 
-def decide(request: AdmissionRequest, *, mutating: bool, policy: Policy, resolver: Resolver) -> Outcome:
+def handle(request: AdmissionRequest, phase: Phase, *, policy: Policy, resolver: Resolver) -> Outcome:
     reason = never_blocked(request)
     if reason:
         return allow(reason=reason)
-    handler = handlers.mutate if mutating else handlers.validate
+    handler = mutate if phase is Phase.MUTATE else validate
     return handler(request, policy=policy, resolver=resolver)
+
+
+def validate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -> Outcome:
+    ev = _evaluate(request, policy, resolver, Phase.VALIDATE)
+    if isinstance(ev, Outcome):
+        return ev
+    if not ev.violations and not ev.errors:  # most requests: nothing to say
+        return allow(evaluation=ev)
+    denials, warnings, annotations = render.denial_lines(ev), render.warning_lines(ev), render.annotation_lines(ev)
+    if denials:
+        return deny("\n".join(denials), warnings=warnings, audit_annotations=annotations, evaluation=ev)
+    return allow(warnings=warnings, audit_annotations=annotations, evaluation=ev)
+
+
+def mutate(request: AdmissionRequest, *, policy: Policy, resolver: Resolver) -> Outcome:
+    ev = _evaluate(request, policy, resolver, Phase.MUTATE)
+    if isinstance(ev, Outcome):
+        return ev
+    if not ev.violations and not ev.errors:
+        return patch(ev.patch, evaluation=ev)
+    return patch(ev.patch, warnings=render.warning_lines(ev), audit_annotations=render.annotation_lines(ev),
+                 evaluation=ev)
+
+
+def _evaluate(request: AdmissionRequest, policy: Policy, resolver: Resolver, phase: Phase) -> Evaluation | Outcome:
+    """The evaluation, or the outcome when no rule ran (no object, a foreign kind, an exempt namespace)."""
+    obj = request.object
+    if obj is None:
+        return allow(reason="the request carries no object to evaluate")
+    ev = evaluate_object(
+        obj, policy=policy, resolver=resolver, operation=request.operation,
+        namespace=request.namespace or None, user_info=request.user_info, kind=request.kind,
+        phases=phase, sub_resource=request.sub_resource or None, old=as_dict(request.old_object),
+    )
+    return allow(evaluation=ev, reason=ev.skipped) if ev.skipped else ev
+
+
+# --- never blocked -------------------------------------------------------------------------------------
+
+_UNREAD = frozenset({"metadata", "status"})
 
 
 def never_blocked(request: AdmissionRequest) -> str:
@@ -41,7 +86,7 @@ def never_blocked(request: AdmissionRequest) -> str:
         if operation != "UPDATE" or new is None or old is None or not differ(_node_labels(new), _node_labels(old)):
             return "a node update that changes no label is never blocked"
         return ""
-    if operation == "UPDATE" and new is not None and old is not None:  # the review layer requires both
+    if operation == "UPDATE" and new is not None and old is not None:  # the codec requires both
         if _only_status_or_metadata(new, old):
             return "the update changes only status or metadata"
         info = BY_RESOURCE.get((request.group, request.resource))

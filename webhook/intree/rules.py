@@ -1,5 +1,5 @@
-"""The exported rules: for each, its coverage (coverage.py's predicate, in CEL) and its validations, each
-an expression that is true when the object passes and a messageExpression: the engine's line for the
+"""The exported rules: for each, its coverage (webhook/policy/coverage.py's predicate, in CEL) and its
+validations, each an expression that is true when the object passes and a messageExpression: the engine's line for the
 finding (webhook/policy/messages.py, `<object>: <what, with field path>. Fix: <fix>. Why: <why> [<rule>] <docs link>`),
 made of the check's own catalogue texts by webhook/intree/text.py, in the namespace's language. The
 engine's line also escapes unsafe characters (webhook/text.py); the values these lines quote cannot hold
@@ -13,15 +13,6 @@ from typing import Any
 
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.intree.cel import any_of, lit, strings
-from webhook.intree.coverage import (
-    DEVICE_LIST_MARK,
-    DOTS,
-    HIDDEN,
-    PLAIN_PATH,
-    gpu_class_resources,
-    mapped_names,
-    pinnable,
-)
 from webhook.intree.shapes import Shape
 from webhook.intree.text import Cel, If, Msg, Piece, line, msg
 from webhook.objects.annotations import ANNOTATION_PREFIXES
@@ -31,6 +22,15 @@ from webhook.policy.checks import double_mechanism as dm
 from webhook.policy.checks import run_as_root as rar
 from webhook.policy.checks import runtime_class_conflict as rcc
 from webhook.policy.checks import visible_devices_override as vdo
+from webhook.policy.coverage import (
+    DEVICE_LIST_MARK,
+    DOTS,
+    HIDDEN,
+    PLAIN_PATH,
+    gpu_class_resources,
+    mapped_names,
+    pinnable,
+)
 from webhook.policy.gpu import GPU_RESOURCE_PREFIXES
 from webhook.policy.messages import CONTAINER_WORDS, WHO, T, Text
 from webhook.rules import Rule
@@ -177,7 +177,7 @@ def _visible_devices_override(shape: Shape, policy: Policy) -> tuple[list[dict[s
     rule = Rule.VISIBLE_DEVICES_OVERRIDE
     variables: list[dict[str, Any]] = [{"name": "names", "expression": strings(policy.visible_device_variables)},
                                        {"name": "gpu", "expression": _asks(s, True)}]
-    why = If("variables.gpu", vdo.WHY, vdo.WHY_NO_GPU)  # the coverage leaves no other case (coverage.py)
+    why = If("variables.gpu", vdo.WHY, vdo.WHY_NO_GPU)  # the coverage leaves no other case
     out = []
     for section, word in SECTIONS:
         has_var = "has(c.env) && c.env.exists(e, e.name in variables.names)"
@@ -353,6 +353,3 @@ def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], li
                 policy, rule, msg(rar.SETS, who=_who(section, word, c), setting=setting, path=at), why, fix)))
     return variables, out
 
-
-EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS, Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT,
-            Rule.DOUBLE_MECHANISM, Rule.DEVICE_CONFIG)

@@ -161,7 +161,8 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
         variables.append({"name": name, "expression": f"variables.configs.map(c, ({NV}) && ({fails('c')}))"
                                                       ".indexOf(true)"})
         index = f"variables.{name}"
-        config = f"variables.configs[{index}]"
+        variables.append({"name": f"{name}_c", "expression": f"variables.configs[{index}]"})
+        config = f"variables.{name}_c"  # the failing config, which the message reads
 
         def path(suffix: str) -> Cel:
             return Cel(f"{lit(base_prefix)} + string({index}) + {lit(']' + suffix)}")
@@ -194,7 +195,7 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
 
     check("missing_request", lambda c: f"has({c}.requests) && {c}.requests.exists(n, !(n in variables.request_names))",
           missing_request)
-    variables.append({"name": "missing_request_at", "expression": "variables.configs[variables.missing_request]"
+    variables.append({"name": "missing_request_at", "expression": "variables.missing_request_c"
                                                                   ".requests.map(n, !(n in variables.request_names))"
                                                                   ".indexOf(true)"})
 
@@ -428,7 +429,7 @@ def _device_types(check: Callable[..., None], variables: list[dict[str, Any]], p
         return f"({t}.startsWith({c}.opaque.driver + '/') && {t} != {c}.opaque.driver + '/' + " \
                f"variables.wanted[{params(c)}.kind])"
 
-    c0 = "variables.configs[variables.device_type]"
+    c0 = "variables.device_type_c"
     n0 = f"{c0}.requests[variables.device_type_at]"
     # [leaf name, its class] of the first device request of that name whose class gives another type
     plain_leaf = (f"variables.requests.filter(r, r.name == {n0}).map(r, has(r.firstAvailable) && "
@@ -437,8 +438,7 @@ def _device_types(check: Callable[..., None], variables: list[dict[str, Any]], p
     alt_leaf = (f"variables.requests.filter(r, has(r.firstAvailable)).map(r, r.firstAvailable.filter(a, "
                 f"r.name + '/' + a.name == {n0}).map(a, [a.name, a.deviceClassName])).filter(l, size(l) > 0)"
                 f".map(l, l[0])")
-    found = "variables.class_types[variables.device_type_leaf[1]].split('/')[1]"
-    wanted = f"variables.wanted[{params(c0)}.kind]"
+    found, wanted = "variables.device_type_found", "variables.device_type_wanted"
     right = f"{_cel_map(DEVICE_TYPE_KIND)}[{found}]"
 
     def message(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
@@ -458,4 +458,7 @@ def _device_types(check: Callable[..., None], variables: list[dict[str, Any]], p
         {"name": "device_type_at", "expression": f"{c0}.requests.map(n, {mismatched(c0, 'n')}).indexOf(true)"},
         {"name": "device_type_leaf",
          "expression": f"variables.requests.exists(r, r.name == {n0}) ? ({plain_leaf})[0] : ({alt_leaf})[0]"},
+        {"name": "device_type_found",
+         "expression": "variables.class_types[variables.device_type_leaf[1]].split('/')[1]"},
+        {"name": "device_type_wanted", "expression": f"variables.wanted[{params(c0)}.kind]"},
     ])

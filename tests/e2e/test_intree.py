@@ -11,8 +11,8 @@ import yaml
 
 from tests.e2e.conftest import CLI, GOLDEN, LOOKUPS, REPO, wait_for
 from tests.e2e.test_parity import MANIFESTS, RULE, namespaces_of, observed
-from webhook.intree.rules import EXPORTED as EXPORTED_RULES
 from webhook.objects.kinds import POD_BEARING
+from webhook.policy.coverage import EXPORTED as EXPORTED_RULES
 
 EXPORTED = {r.value for r in EXPORTED_RULES}
 

@@ -19,9 +19,9 @@ from tests.e2e.conftest import wait_for
 from tests.intree.test_claim_parity import CASES, listed
 from tests.policy.builders import POLICIES, apiserver_shaped
 from tests.policy.conftest import evaluate_docs
-from webhook.intree import claims
 from webhook.intree.export import RULE_LABEL, export
 from webhook.objects.claims import claim_spec
+from webhook.policy.coverage import claim_covered
 from webhook.rules import Rule
 
 pytestmark = pytest.mark.e2e
@@ -100,7 +100,7 @@ def test_device_config_in_tree_decides_as_the_engine(cluster, kubectl, language)
                     assert "ValidatingAdmissionPolicy" not in result.stderr, (case.id, result.stderr)
                     seen["refused by the apiserver"] += 1
                     continue
-                if not claims.covered(claim_spec(shaped, shaped["kind"]), policy) or not engine:
+                if not claim_covered(claim_spec(shaped, shaped["kind"]), policy) or not engine:
                     assert said == [], (case.id, result.stderr)
                     seen["uncovered" if engine else "passing"] += 1
                     continue

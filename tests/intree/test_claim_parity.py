@@ -1,7 +1,7 @@
 """device-config in-tree decides as the engine does: every ResourceClaim and ResourceClaimTemplate row of every
 rule's table (the device-config table's broken twins above all), as the apiserver hands it to a policy (converted
 to resource.k8s.io/v1: matchPolicy Equivalent), under the row's policy, in English, Japanese and a Japanese
-namespace override. The CEL coverage equals webhook/intree/claims.covered; inside it the policy fails exactly
+namespace override. The CEL coverage equals webhook/policy/coverage.claim_covered; inside it the policy fails exactly
 when the engine has a device-config finding, with the engine's action, each in-tree line one of the engine's
 lines; the engine with `inTree` on leaves the rule to the apiserver there, and keeps it outside."""
 from __future__ import annotations
@@ -26,10 +26,10 @@ from tests.policy.builders import (
 )
 from tests.policy.conftest import evaluate_docs
 from webhook.config.model import Exception_, InTree
-from webhook.intree import claims
-from webhook.intree.export import RULE_LABEL, export, exported_rules
+from webhook.intree.export import RULE_LABEL, export
 from webhook.objects.claims import claim_spec
 from webhook.policy.context import device_class_info
+from webhook.policy.coverage import claim_covered, exported_rules
 from webhook.rules import Rule
 
 RULE = Rule.DEVICE_CONFIG
@@ -166,7 +166,7 @@ def test_in_tree_device_config_equals_the_engines(case, language):
         {**o, "spec": {**o["spec"], "matchConditions": []}}, seen, request_)]
     cel_covered = matched({**vap, "spec": {**vap["spec"], "matchConditions": vap["spec"]["matchConditions"][:1]}},
                           seen, request_)
-    is_covered = claims.covered(claim_spec(shaped, shaped["kind"]), policy)
+    is_covered = claim_covered(claim_spec(shaped, shaped["kind"]), policy)
     assert cel_covered == is_covered
     engine = [v for v in ev.violations if v.rule is RULE]
     skipped = evaluate_docs(shaped, policy=dataclasses.replace(policy, in_tree=InTree(validation=True)), docs=docs,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support import REPO
-from webhook.intree.mutations import MUTATED
-from webhook.intree.rules import EXPORTED
+from webhook.policy.coverage import EXPORTED, MUTATED
 from webhook.rules import Rule
 
 

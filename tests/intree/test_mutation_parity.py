@@ -2,7 +2,7 @@
 (tests/policy/rules/test_<rule>.py), as the apiserver hands it over, under the row's policy. The apiserver
 runs the policies before the mutating webhook (kube-apiserver's plugin order), so the Pod the policies patch
 and the webhook (inTree.mutation on) then mutates must equal the Pod the webhook alone makes, with the same
-findings; the CEL coverage equals the engine's (webhook/intree/coverage.py), and a second run of the
+findings; the CEL coverage equals the engine's (webhook/policy/coverage.py), and a second run of the
 policies (reinvocation) patches nothing."""
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from tests.intree.vap import matched, mutate
 from tests.policy.builders import POLICIES, all_cases, apiserver_shaped
 from tests.policy.conftest import evaluate_docs
 from webhook.config.model import InTree
-from webhook.intree.coverage import covered
 from webhook.intree.export import RULE_LABEL
-from webhook.intree.mutations import api_version, export_mutations, mutated_rules
+from webhook.intree.mutations import api_version, export_mutations
 from webhook.objects.kinds import BY_KIND
 from webhook.objects.podspec import view_of
+from webhook.policy.coverage import covered, mutated_rules
 from webhook.rules import Rule
 
 DP = {"eks.amazonaws.com/compute-type": "hybrid", "workload.example.com/gpu-allocation": "device-plugin"}

@@ -1,6 +1,6 @@
 """The exported policies decide as the engine does: every pod-bearing row of every rule's table
 (tests/policy/rules/test_<rule>.py), as the apiserver hands it over, under the row's policy. For each
-exported rule, the CEL coverage equals the engine's (webhook/intree/coverage.py); inside it, CEL denies,
+exported rule, the CEL coverage equals the engine's (webhook/policy/coverage.py); inside it, CEL denies,
 warns or audits exactly when the engine's finding has that action, and the engine with `inTree` on leaves
 the rule to the apiserver and keeps every other finding. Each in-tree message is one of the engine's lines for
 that object, word for word, in the policy's language: English, Japanese, and a Japanese namespace override
@@ -27,10 +27,10 @@ from tests.policy.builders import (
 )
 from tests.policy.conftest import evaluate_docs
 from webhook.config.model import InTree, NamespaceOverride
-from webhook.intree.coverage import covered
-from webhook.intree.export import ACTIONS, DRY_RUN, RULE_LABEL, export, exported_rules
+from webhook.intree.export import RULE_LABEL, export
 from webhook.objects.kinds import BY_KIND
 from webhook.objects.podspec import view_of
+from webhook.policy.coverage import ACTIONS, DRY_RUN, covered, exported_rules
 from webhook.rules import Action, Rule
 
 GPU = {"nvidia.com/gpu": 1}

@@ -5,7 +5,8 @@ The apiserver hands a policy the claim converted to resource.k8s.io/v1 (matchPol
 v1beta2 request is converted first), and `opaque.parameters` (a RawExtension) as the JSON it holds: a map
 whose keys an expression can list, with JSON's types (int, double, string, bool, null, map, list). So the
 strict decoder's unknown fields, case-sensitive, are said here too. What is not, the coverage leaves to the
-webhook for the whole object (`plain` and `coverage`, the same predicate in Python and in CEL):
+webhook for the whole object (webhook/policy/coverage.py's `plain`, and `coverage` here: the same predicate in
+Python and in CEL):
 - a config with pinned memory limits: the driver reads them as quantities rounded its own way, and checks
   device indexes against the devices the config covers (counts, firstAvailable);
 - a value of the wrong JSON type (or null) where the driver reads a field: said by the webhook alone, so that
@@ -14,10 +15,9 @@ webhook for the whole object (`plain` and `coverage`, the same predicate in Pyth
   unsafe characters, and CEL has no such escape;
 The device type a request's DeviceClass gives is read from the policy's DeviceClasses, written into the
 policy: with DeviceClass lookups on, the cluster's classes replace them, and the rule is not exported
-(export.exported_rules), as the chart leaves its objects out."""
+(coverage.exported_rules), as the chart leaves its objects out."""
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,8 +26,8 @@ from webhook.intree.cel import lit, strings
 from webhook.intree.rules import Validation
 from webhook.intree.shapes import Shape
 from webhook.intree.text import Cel, CelNames, If, Piece, line, msg
-from webhook.objects.claims import ClaimSpec
 from webhook.objects.kinds import BY_KIND
+from webhook.policy.coverage import PRINTABLE, SHARING_KINDS
 from webhook.policy.driver_configs import (
     _DECODE_WHY,
     BACKEND_POLICIES,
@@ -50,74 +50,8 @@ CLAIM_SHAPES = (
     Shape("claimtemplates", (BY_KIND["ResourceClaimTemplate"],), "object.spec.spec", "object.metadata", "spec.spec",
           pod=False),
 )
-PRINTABLE = r"^[ -~]*$"  # printable ASCII: what the webhook's line writes unescaped (RE2: `$` is the end)
-_PRINTABLE = re.compile(r"[ -~]*")  # fullmatch: Python's `$` would also match before a final newline
-INT64 = range(-(2**63), 2**63)  # a JSON integer beyond int64 reaches CEL as a double
-SHARING_KINDS = ("GpuConfig", "MigDeviceConfig")
 COMPUTE_DOMAIN_KINDS = DRIVER_KINDS["compute-domain.nvidia.com"]
 CLUSTER_KINDS = tuple(k for k in DECODED_KINDS if k not in KIND_DEVICE_TYPE)
-
-
-# ------------------------------------------------------------------------------------------- coverage (Python)
-
-def _text(value: object, printable: bool) -> bool:
-    """Absent, or a string (printable: one a message may quote)."""
-    return value is _ABSENT or (type(value) is str and (not printable or bool(_PRINTABLE.fullmatch(value))))
-
-
-_ABSENT = object()
-
-
-def _keys(value: Mapping[str, Any]) -> bool:
-    return all(_PRINTABLE.fullmatch(k) for k in value)
-
-
-def _map(obj: Mapping[str, Any], key: str, then: Callable[[Mapping[str, Any]], bool]) -> bool:
-    value = obj.get(key, _ABSENT)
-    return value is _ABSENT or (type(value) is dict and _keys(value) and then(value))
-
-
-def _typed(obj: Mapping[str, Any], key: str, kind: type) -> bool:
-    value = obj.get(key, _ABSENT)
-    return value is _ABSENT or (type(value) is kind and (kind is not int or value in INT64))
-
-
-def _mps(m: Mapping[str, Any]) -> bool:
-    return (_typed(m, "defaultActiveThreadPercentage", int) and _typed(m, "multiUser", bool)
-            and "defaultPinnedDeviceMemoryLimit" not in m and "defaultPerDevicePinnedMemoryLimit" not in m)
-
-
-def plain(parameters: object, driver: str) -> bool:
-    """Whether the device-config policy decides this config's parameters exactly as the webhook does."""
-    if type(parameters) is not dict:
-        return False
-    p: dict[str, Any] = parameters
-    if not (_text(p.get("apiVersion", _ABSENT), True) and _text(p.get("kind", _ABSENT), True)):
-        return False
-    kind = p.get("kind")
-    if kind not in DRIVER_KINDS[driver]:
-        return True  # the driver stops at the kind: nothing else is read
-    if not _keys(p):
-        return False
-    if kind in SHARING_KINDS:
-        return _map(p, "sharing", lambda s: _text(s.get("strategy", _ABSENT), True) and _map(s, "mpsConfig", _mps) and (
-            kind != "GpuConfig" or _map(s, "timeSlicingConfig", lambda t: _text(t.get("interval", _ABSENT), True))))
-    if kind == "VfioDeviceConfig":
-        return _map(p, "iommu", lambda i: _text(i.get("backendPolicy", _ABSENT), True)
-                    and _typed(i, "enableAPIDevice", bool))
-    return _text(p.get("domainID", _ABSENT), False) and (
-        kind != "ComputeDomainChannelConfig" or _text(p.get("allocationMode", _ABSENT), False))
-
-
-def covered(spec: ClaimSpec, policy: Policy) -> bool:
-    """The device-config policy decides this claim or template: every NVIDIA config is plain."""
-    for config in spec.configs:
-        driver = config.driver
-        if driver is None or driver not in DRIVER_KINDS:
-            continue
-        if not plain(config.parameters, driver):
-            return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------- coverage (CEL)
@@ -151,7 +85,7 @@ def _c_typed(m: str, key: str, kind: str) -> str:
 
 
 def _c_plain(c: str) -> str:
-    """CEL: plain(c.opaque.parameters, c.opaque.driver)."""
+    """CEL: coverage.plain(c.opaque.parameters, c.opaque.driver)."""
     p = f"{c}.opaque.parameters"
     s, m, t, i = f"{p}.sharing", f"{p}.sharing.mpsConfig", f"{p}.sharing.timeSlicingConfig", f"{p}.iommu"
     mps = (f"{_c_typed(m, 'defaultActiveThreadPercentage', 'int')} && {_c_typed(m, 'multiUser', 'bool')} && "
@@ -174,7 +108,7 @@ def _configs(shape: Shape) -> str:
 
 
 def coverage(shape: Shape, policy: Policy) -> str:
-    """CEL: covered(...) (a matchCondition: no variables there)."""
+    """CEL: coverage.claim_covered(...) (a matchCondition: no variables there)."""
     return f"{_configs(shape)}.all(c, !({NV}) || {_c_plain('c')})"
 
 
@@ -227,7 +161,8 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
         variables.append({"name": name, "expression": f"variables.configs.map(c, ({NV}) && ({fails('c')}))"
                                                       ".indexOf(true)"})
         index = f"variables.{name}"
-        config = f"variables.configs[{index}]"
+        variables.append({"name": f"{name}_c", "expression": f"variables.configs[{index}]"})
+        config = f"variables.{name}_c"  # the failing config, which the message reads
 
         def path(suffix: str) -> Cel:
             return Cel(f"{lit(base_prefix)} + string({index}) + {lit(']' + suffix)}")
@@ -260,7 +195,7 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
 
     check("missing_request", lambda c: f"has({c}.requests) && {c}.requests.exists(n, !(n in variables.request_names))",
           missing_request)
-    variables.append({"name": "missing_request_at", "expression": "variables.configs[variables.missing_request]"
+    variables.append({"name": "missing_request_at", "expression": "variables.missing_request_c"
                                                                   ".requests.map(n, !(n in variables.request_names))"
                                                                   ".indexOf(true)"})
 
@@ -494,7 +429,7 @@ def _device_types(check: Callable[..., None], variables: list[dict[str, Any]], p
         return f"({t}.startsWith({c}.opaque.driver + '/') && {t} != {c}.opaque.driver + '/' + " \
                f"variables.wanted[{params(c)}.kind])"
 
-    c0 = "variables.configs[variables.device_type]"
+    c0 = "variables.device_type_c"
     n0 = f"{c0}.requests[variables.device_type_at]"
     # [leaf name, its class] of the first device request of that name whose class gives another type
     plain_leaf = (f"variables.requests.filter(r, r.name == {n0}).map(r, has(r.firstAvailable) && "
@@ -503,8 +438,7 @@ def _device_types(check: Callable[..., None], variables: list[dict[str, Any]], p
     alt_leaf = (f"variables.requests.filter(r, has(r.firstAvailable)).map(r, r.firstAvailable.filter(a, "
                 f"r.name + '/' + a.name == {n0}).map(a, [a.name, a.deviceClassName])).filter(l, size(l) > 0)"
                 f".map(l, l[0])")
-    found = "variables.class_types[variables.device_type_leaf[1]].split('/')[1]"
-    wanted = f"variables.wanted[{params(c0)}.kind]"
+    found, wanted = "variables.device_type_found", "variables.device_type_wanted"
     right = f"{_cel_map(DEVICE_TYPE_KIND)}[{found}]"
 
     def message(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
@@ -524,4 +458,7 @@ def _device_types(check: Callable[..., None], variables: list[dict[str, Any]], p
         {"name": "device_type_at", "expression": f"{c0}.requests.map(n, {mismatched(c0, 'n')}).indexOf(true)"},
         {"name": "device_type_leaf",
          "expression": f"variables.requests.exists(r, r.name == {n0}) ? ({plain_leaf})[0] : ({alt_leaf})[0]"},
+        {"name": "device_type_found",
+         "expression": "variables.class_types[variables.device_type_leaf[1]].split('/')[1]"},
+        {"name": "device_type_wanted", "expression": f"variables.wanted[{params(c0)}.kind]"},
     ])

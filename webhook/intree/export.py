@@ -2,51 +2,20 @@
 ValidatingAdmissionPolicy, and one binding per action the rule has across namespaces."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from webhook.config.model import DEVICE_PLUGIN, Exception_, Policy
+from webhook.config.model import Exception_, Policy
 from webhook.intree import claims
 from webhook.intree.cel import fnmatch_regex, lit, strings
-from webhook.intree.coverage import gpu_class_resources, pinnable
-from webhook.intree.rules import EXPORTED, Validation, coverage, validations
+from webhook.intree.rules import Validation, coverage, validations
 from webhook.intree.shapes import SHAPES, Shape
-from webhook.rules import Action, Rule
+from webhook.policy.coverage import EXPORTED, exported_rules, scopes
+from webhook.rules import Rule
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-admission"}
 RULE_LABEL = "gpu-admission.io/rule"
-# What each action does to a request, as the webhook answers it (a dry-run policy never denies: the
-# webhook warns "would deny" instead).
-ACTIONS = {Action.ENFORCE: ["Deny"], Action.WARN: ["Warn"], Action.AUDIT: ["Audit"]}
-DRY_RUN = {Action.ENFORCE: ["Warn", "Audit"], Action.WARN: ["Warn"], Action.AUDIT: ["Audit"]}
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """Namespaces where the rule has one action: `namespaces` In, or (None) every other namespace."""
-
-    validation_actions: tuple[str, ...]
-    namespaces: tuple[str, ...] | None
-
-
-def scopes(policy: Policy, rule: Rule) -> list[Scope]:
-    """The rule's bindings: namespace overrides first, then the rest, less the exempt namespaces."""
-    def actions(mode: str, action: Action) -> tuple[str, ...]:
-        return tuple((DRY_RUN if mode == "audit" else ACTIONS).get(action, ()))
-
-    by_actions: dict[tuple[str, ...], list[str]] = {}
-    for ns in sorted(policy.overridden_namespaces - policy.exempt_namespaces - {policy.service_namespace}):
-        mode, acts = policy.settings_for(ns)  # as the engine's plan reads them
-        by_actions.setdefault(actions(mode, acts[rule]), []).append(ns)
-    out = [Scope(a, tuple(n)) for a, n in by_actions.items() if a]
-    default = actions(policy.mode, policy.actions[rule])
-    if default:
-        out.append(Scope(default, None))
-    return out
-
-
 def _excepted(policy: Policy, rule: Rule, shape: Shape) -> str | None:
     """CEL: a config-owned exception lifts the rule for this request (engine._lifted)."""
     clauses = [_exception(e, shape) for e in policy.exceptions if rule in e.rules]
@@ -94,18 +63,6 @@ def _kind_word(shape: Shape) -> str:
 
 def policy_name(rule: Rule, shape: Shape) -> str:
     return f"gpu-admission.{rule.value}.{shape.name}"
-
-
-def exported_rules(policy: Policy) -> frozenset[Rule]:
-    """The rules whose policies `export` writes for this configuration."""
-    return frozenset(r for r in EXPORTED if scopes(policy, r)
-                     and (r is not Rule.VISIBLE_DEVICES_OVERRIDE or policy.visible_device_variables)
-                     and (r is not Rule.RUN_AS_ROOT or pinnable(policy))
-                     and (r is not Rule.RUNTIME_CLASS_CONFLICT
-                          or any(c.mechanism == DEVICE_PLUGIN for c in pinnable(policy)))
-                     and (r is not Rule.DOUBLE_MECHANISM
-                          or (not policy.lookups.device_classes and bool(gpu_class_resources(policy))))
-                     and (r is not Rule.DEVICE_CONFIG or not policy.lookups.device_classes))
 
 
 def shapes(rule: Rule) -> tuple[Shape, ...]:

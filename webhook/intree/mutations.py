@@ -1,22 +1,21 @@
 """The mutations CEL can express faithfully: `default-runtime-class` and `default-security-context` as
 MutatingAdmissionPolicies (JSONPatch) for Pods on CREATE whose cohort is their nodeSelector's alone
-(coverage.pinned). Each patch adds only fields the pod does not set, so a reinvocation adds nothing.
+(webhook/policy/coverage.py, pinned). Each patch adds only fields the pod does not set, so a reinvocation adds nothing.
 Exported where the webhook would apply the mutation silently (action enforce, not dry-run): under warn,
 audit or dry-run the webhook reports what it sets or would set, which a policy cannot."""
 from __future__ import annotations
 
 from typing import Any
 
-from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
+from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.intree.cel import lit, strings
-from webhook.intree.coverage import pinnable
 from webhook.intree.export import MANAGED_BY, NAMESPACE_LABEL, RULE_LABEL, _excepted, policy_name
 from webhook.intree.rules import _device_plugin_gpu, _no_required_affinity, pin
 from webhook.intree.shapes import SHAPES
+from webhook.policy.coverage import MUTATED, covered_cohorts, mutated_rules, silent_namespaces
 from webhook.policy.mutations.default_security_context import _ESCALATING_CAPS
-from webhook.rules import Action, Rule
+from webhook.rules import Rule
 
-MUTATED = (Rule.DEFAULT_RUNTIME_CLASS, Rule.DEFAULT_SECURITY_CONTEXT)
 PODS = SHAPES[0]
 # The API version that serves MutatingAdmissionPolicy by Kubernetes minor version (docs/rules/default-runtime-class.md):
 # GA in 1.36; beta in 1.34 and 1.35 behind the MutatingAdmissionPolicy gate and runtime-config.
@@ -32,54 +31,8 @@ def api_version(kubernetes: tuple[int, int]) -> str | None:
     return "admissionregistration.k8s.io/" + ("v1" if minor >= GA_MINOR else "v1beta1")
 
 
-def namespaces(policy: Policy, rule: Rule) -> tuple[tuple[str, ...], bool]:
-    """Where the webhook applies the mutation silently: the overridden namespaces that keep it so, and
-    whether every other (not exempt, not overridden) namespace does."""
-    def silent(mode: str, action: Action) -> bool:
-        return mode != "audit" and action is Action.ENFORCE
-
-    inside = []
-    for ns in sorted(policy.overridden_namespaces - policy.exempt_namespaces - {policy.service_namespace}):
-        mode, acts = policy.settings_for(ns)  # as the engine's plan reads them
-        if silent(mode, acts[rule]):
-            inside.append(ns)
-    return tuple(inside), silent(policy.mode, policy.actions[rule])
-
-
-def silent_in(policy: Policy, rule: Rule, namespace: str) -> bool:
-    """The rule's bindings match `namespace` (not exempt; the engine's plan checks that)."""
-    inside, default = policy.derived(namespaces, rule)
-    return namespace in inside if namespace in policy.overridden_namespaces else default
-
-
-def _cohorts(policy: Policy, rule: Rule) -> tuple[Cohort, ...]:
-    """The pinnable cohorts whose pods the rule's policy decides (a device-plugin cohort without a runtime
-    class would have the webhook write a null)."""
-    return tuple(c for c in pinnable(policy) if rule is not Rule.DEFAULT_RUNTIME_CLASS
-                 or c.mechanism != DEVICE_PLUGIN or c.runtime_class_name is not None)
-
-
-def mutated_rules(policy: Policy) -> frozenset[Rule]:
-    """The rules whose MutatingAdmissionPolicies `export` writes for this configuration."""
-    def writes(rule: Rule) -> bool:
-        inside, default = namespaces(policy, rule)
-        if not (inside or default) or not _cohorts(policy, rule):
-            return False
-        if rule is Rule.DEFAULT_RUNTIME_CLASS:
-            return any(c.mechanism == DEVICE_PLUGIN for c in _cohorts(policy, rule))
-        s = policy.security
-        return (s.run_as_non_root is not None or s.run_as_user is not None or bool(s.seccomp_profile)
-                or s.allow_privilege_escalation is not None or s.read_only_root_filesystem is not None
-                or bool(s.drop_capabilities))
-    return frozenset(r for r in MUTATED if writes(r))
-
-
-def covered_cohorts(policy: Policy, rule: Rule) -> tuple[Cohort, ...]:
-    return policy.derived(_cohorts, rule)
-
-
 def coverage(rule: Rule, policy: Policy) -> str:
-    """CEL: webhook.intree.coverage.COVERED[rule] of a Pod (a matchCondition)."""
+    """CEL: webhook.policy.coverage.COVERED[rule] of a Pod (a matchCondition)."""
     s = PODS.spec
     pins = " || ".join(f"({pin(c, s, policy)})" for c in covered_cohorts(policy, rule)) or "false"
     return f"{_no_required_affinity(s)} && ({pins})"
@@ -207,7 +160,7 @@ def export_mutations(policy: Policy, kubernetes: tuple[int, int] = NEWEST) -> li
                 "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": expression}}],
             },
         })
-        inside, default = namespaces(policy, rule)
+        inside, default = silent_namespaces(policy, rule)
         scopes = ([("override-0", {"key": NAMESPACE_LABEL, "operator": "In", "values": list(inside)})]
                   if inside else [])
         if default:

@@ -1,5 +1,5 @@
-"""The exported rules: for each, its coverage (coverage.py's predicate, in CEL) and its validations, each
-an expression that is true when the object passes and a messageExpression: the engine's line for the
+"""The exported rules: for each, its coverage (webhook/policy/coverage.py's predicate, in CEL) and its
+validations, each an expression that is true when the object passes and a messageExpression: the engine's line for the
 finding (webhook/policy/messages.py, `<object>: <what, with field path>. Fix: <fix>. Why: <why> [<rule>] <docs link>`),
 made of the check's own catalogue texts by webhook/intree/text.py, in the namespace's language. The
 engine's line also escapes unsafe characters (webhook/text.py); the values these lines quote cannot hold
@@ -13,7 +13,16 @@ from typing import Any
 
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.intree.cel import any_of, lit, strings
-from webhook.intree.coverage import (
+from webhook.intree.shapes import Shape
+from webhook.intree.text import Cel, If, Msg, Piece, line, msg, text
+from webhook.objects.annotations import ANNOTATION_PREFIXES
+from webhook.objects.podspec import SECTIONS, SIDECAR
+from webhook.policy.checks import device_access_bypass as dab
+from webhook.policy.checks import double_mechanism as dm
+from webhook.policy.checks import run_as_root as rar
+from webhook.policy.checks import runtime_class_conflict as rcc
+from webhook.policy.checks import visible_devices_override as vdo
+from webhook.policy.coverage import (
     DEVICE_LIST_MARK,
     DOTS,
     HIDDEN,
@@ -22,15 +31,6 @@ from webhook.intree.coverage import (
     mapped_names,
     pinnable,
 )
-from webhook.intree.shapes import Shape
-from webhook.intree.text import Cel, If, Msg, Piece, line, msg
-from webhook.objects.annotations import ANNOTATION_PREFIXES
-from webhook.objects.podspec import SECTIONS, SIDECAR
-from webhook.policy.checks import device_access_bypass as dab
-from webhook.policy.checks import double_mechanism as dm
-from webhook.policy.checks import run_as_root as rar
-from webhook.policy.checks import runtime_class_conflict as rcc
-from webhook.policy.checks import visible_devices_override as vdo
 from webhook.policy.gpu import GPU_RESOURCE_PREFIXES
 from webhook.policy.messages import CONTAINER_WORDS, WHO, T, Text
 from webhook.rules import Rule
@@ -173,25 +173,29 @@ def _source(e: str) -> Piece:
 
 
 def _visible_devices_override(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    """One validation per section, failing for its first container that sets a listed variable; the container,
+    the variable's index and the variable are variables of their own, so that the message reads them by name."""
     s = "variables.spec"
     rule = Rule.VISIBLE_DEVICES_OVERRIDE
+    why = If("variables.gpu", vdo.WHY, vdo.WHY_NO_GPU)  # the coverage leaves no other case
     variables: list[dict[str, Any]] = [{"name": "names", "expression": strings(policy.visible_device_variables)},
                                        {"name": "gpu", "expression": _asks(s, True)}]
-    why = If("variables.gpu", vdo.WHY, vdo.WHY_NO_GPU)  # the coverage leaves no other case (coverage.py)
     out = []
     for section, word in SECTIONS:
         has_var = "has(c.env) && c.env.exists(e, e.name in variables.names)"
-        variables.append({"name": section, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, {has_var})"
-                                                         ".indexOf(true) : -1"})
-        i = f"variables.{section}"
-        c = f"{s}.{section}[{i}]"
-        j = f"{c}.env.map(e, e.name in variables.names).indexOf(true)"
-        e = f"{c}.env[{j}]"
+        i, c, j, e = (f"variables.{section}{suffix}" for suffix in ("", "_c", "_j", "_e"))
+        variables += [
+            {"name": section, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, {has_var}).indexOf(true) : -1"},
+            {"name": f"{section}_c", "expression": f"{s}.{section}[{i}]"},
+            {"name": f"{section}_j", "expression": f"{c}.env.map(e, e.name in variables.names).indexOf(true)"},
+            {"name": f"{section}_e", "expression": f"{c}.env[{j}]"},
+            {"name": f"{section}_how", "expression": text(policy, _source(e))},
+        ]
         path = Cel(f"{lit(shape.prefix + '.' + section + '[')} + string({i}) + '].env[' + string({j}) + ']'")
         name = Cel(f"{e}.name")
         out.append(Validation(f"{i} < 0", line(
-            policy, rule, msg(vdo.SETS, container=_who(section, word, c), variable=name, path=path, how=_source(e)),
-            why, msg(vdo.FIX, variable=name))))
+            policy, rule, msg(vdo.SETS, container=_who(section, word, c), variable=name, path=path,
+                              how=Cel(f"variables.{section}_how")), why, msg(vdo.FIX, variable=name))))
     return variables, out
 
 
@@ -208,7 +212,8 @@ def _device_access_bypass(shape: Shape, policy: Policy) -> tuple[list[dict[str, 
         {"name": "annotations", "expression": f"{shape.meta_has('annotations')} ? "
                                               f"{meta}.annotations.filter(k, {prefixes}) : []"},
     ]
-    v = f"{s}.volumes[variables.volume]"
+    variables.append({"name": "volume_v", "expression": f"{s}.volumes[variables.volume]"})
+    v = "variables.volume_v"
     host = f"{v}.hostPath.path"
     # the sensitive paths below the mounted directory, as dab._resolved names them (a plain path, which the
     # coverage leaves alone, resolves to itself)
@@ -251,40 +256,38 @@ def _double_mechanism(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]
     s = "variables.spec"
     rule = Rule.DOUBLE_MECHANISM
     classes = gpu_class_resources(policy)
-    sides = {"dp": _gpu_name, "dra": lambda k: f"{k} in {strings(r for r, _ in classes)}"}
-    variables: list[dict[str, Any]] = []
+    variables: list[dict[str, Any]] = [{"name": "dra_names", "expression": strings(r for r, _ in classes)}]
+    sides = {"dp": _gpu_name, "dra": lambda k: f"{k} in variables.dra_names"}
     for side, name in sides.items():
         for section, _ in SECTIONS:
             found = f"{s}.{section}.map(c, {_container_asks('c', name)}).indexOf(true)"
             variables.append({"name": f"{side}_{section}", "expression": f"has({s}.{section}) ? {found} : -1"})
-    who: dict[str, Piece] = {}
     for side, name in sides.items():
         pieces: dict[str, list[tuple[str, str]]] = {"name": [], "resource": [], "path": []}
         whos: list[tuple[str, Piece]] = []
         for section, word in SECTIONS:
             i = f"variables.{side}_{section}"
-            variables.append({"name": f"{side}_{section}_c", "expression": f"{s}.{section}[{i}]"})
-            c = f"variables.{side}_{section}_c"
-            variables.append({"name": f"{side}_{section}_limits", "expression": _filtered(c, "limits", name)})
-            limits = f"variables.{side}_{section}_limits"
+            c, limits, requests = (f"variables.{side}_{section}_{v}" for v in ("c", "limits", "requests"))
+            variables += [{"name": f"{side}_{section}_c", "expression": f"{s}.{section}[{i}]"},
+                          {"name": f"{side}_{section}_limits", "expression": _filtered(c, "limits", name)},
+                          {"name": f"{side}_{section}_requests", "expression": _filtered(c, "requests", name)}]
             whos.append((i, _who(section, word, c)))
             pieces["name"].append((i, f"{c}.name"))
-            pieces["resource"].append((i, f"(size({limits}) > 0 ? {limits}.min() : "
-                                          f"{_filtered(c, 'requests', name)}.min())"))
+            pieces["resource"].append((i, f"(size({limits}) > 0 ? {limits} : {requests}).min()"))
             pieces["path"].append((i, f"{lit(shape.prefix + '.' + section + '[')} + string({i}) + '].resources.' + "
                                       f"(size({limits}) > 0 ? 'limits' : 'requests')"))
-        who[side] = _first(whos)
         for piece, chain in pieces.items():
             expression = "".join(f"{i} >= 0 ? {e} : " for i, e in chain[:-1]) + chain[-1][1]
             variables.append({"name": f"{side}_{piece}", "expression": expression})
+        variables.append({"name": f"{side}_who", "expression": text(policy, _first(whos))})
     variables.append({"name": "dra_class", "expression": "{" + ", ".join(f"{lit(r)}: {lit(n)}" for r, n in classes)
                                                          + "}[variables.dra_resource]"})
     asks = {side: " || ".join(f"variables.{side}_{section} >= 0" for section, _ in SECTIONS) for side in sides}
-    args: dict[str, Piece] = {"container": who["dp"], "resource": Cel("variables.dp_resource"),
+    args: dict[str, Piece] = {"container": Cel("variables.dp_who"), "resource": Cel("variables.dp_resource"),
                               "path": Cel("variables.dp_path"), "other": Cel("variables.dra_resource"),
                               "device_class": Cel("variables.dra_class"), "other_path": Cel("variables.dra_path")}
     what = If("variables.dp_name == variables.dra_name", msg(dm.RESOURCES_IN_ONE, **args),
-              msg(dm.RESOURCES_IN_TWO, user=who["dra"], **args))
+              msg(dm.RESOURCES_IN_TWO, user=Cel("variables.dra_who"), **args))
     return variables, [Validation(f"!(({asks['dp']}) && ({asks['dra']}))",
                                   line(policy, rule, what, dm.WHY, dm.KEEP_ONE_RESOURCE))]
 
@@ -329,11 +332,13 @@ def _contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str,
 
 
 def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    """One validation per setting the pod's securityContext contradicts, and per section and setting its
+    containers' do (the first container that does: a variable of its own, which the message reads)."""
     s = "variables.spec"
     rule = Rule.RUN_AS_ROOT
     chain = "".join(f"{pin(c, s, policy)} ? {lit(c.name)} : " for c in pinnable(policy)) + "''"
-    variables: list[dict[str, Any]] = [{"name": "cohort", "expression": chain}]
     why = msg(rar.WHY, cohort=Cel("variables.cohort"), uid=str(policy.security.run_as_user))
+    variables: list[dict[str, Any]] = [{"name": "cohort", "expression": chain}]
     out = []
     subject = rar.THE_POD if shape.meta == "object.metadata" else rar.THE_TEMPLATE
     for field, cond, setting, fix in _contradictions(f"{s}.securityContext", False, policy):
@@ -345,14 +350,11 @@ def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], li
             name = f"{section}{n}"
             variables.append({"name": name, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, "
                                                           f"has(c.securityContext) && {cond}).indexOf(true) : -1"})
-            c = f"{s}.{section}[variables.{name}]"
+            variables.append({"name": f"{name}_c", "expression": f"{s}.{section}[variables.{name}]"})
+            c = f"variables.{name}_c"
             setting = _contradictions(f"{c}.securityContext", True, policy)[n][2]
             at = Cel(f"{lit(shape.prefix + '.' + section + '[')} + string(variables.{name}) + "
                      f"{lit('].securityContext.' + field)}")
             out.append(Validation(f"variables.{name} < 0", line(
                 policy, rule, msg(rar.SETS, who=_who(section, word, c), setting=setting, path=at), why, fix)))
     return variables, out
-
-
-EXPORTED = (Rule.VISIBLE_DEVICES_OVERRIDE, Rule.DEVICE_ACCESS_BYPASS, Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT,
-            Rule.DOUBLE_MECHANISM, Rule.DEVICE_CONFIG)

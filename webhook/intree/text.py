@@ -133,3 +133,9 @@ def line(policy: Policy, rule: Rule, what: Piece, why: Piece, fix: Piece) -> str
     return in_languages(policy, lambda language: msg(
         LINE, subject=Cel("variables.subject"), what=what, why=why, fix=fix, rule=rule.value,
         docs=policy.docs_url(rule, language)))
+
+
+def text(policy: Policy, piece: Piece) -> str:
+    """CEL: the piece in the request's namespace's language: a variable's expression, for a text that a
+    message reads by the variable's name."""
+    return in_languages(policy, lambda language: piece)

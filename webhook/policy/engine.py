@@ -7,16 +7,13 @@ from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
 from webhook.config.model import Policy
-from webhook.intree.claims import covered as claims_covered
-from webhook.intree.coverage import covered
-from webhook.intree.export import exported_rules
-from webhook.intree.mutations import mutated_rules, silent_in
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, INFRASTRUCTURE_KINDS, is_legacy_dra
 from webhook.objects.podspec import PodView, display_name, view_of
 from webhook.policy.checks import REGISTRY
 from webhook.policy.context import Context
 from webhook.policy.contract import Check, Target
+from webhook.policy.coverage import claim_covered, covered, exported_rules, mutated_rules, silent_in
 from webhook.policy.dra import ObjectFacts, object_facts
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts, analyse
@@ -250,7 +247,7 @@ def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, opera
     facts = object_facts(obj, kind, name, namespace, policy, context)
     lifted = _lifted(policy, namespace, name, {}, context.user)
     if Rule.DEVICE_CONFIG in plan.in_tree and operation == "CREATE" and facts.claim is not None \
-            and claims_covered(facts.claim, policy):
+            and claim_covered(facts.claim, policy):
         lifted = lifted | {Rule.DEVICE_CONFIG}  # the apiserver's device-config policy decides it
     errors: list[RuleError] = []
     target = Target.CLAIM if facts.claim is not None else Target.DEVICE_CLASS

@@ -68,10 +68,13 @@ def _location(error: str) -> str:
     return error.split(": ", 1)[0]
 
 
+def _inside(path: str, field: str) -> bool:
+    """`path` is `field` or a field inside it (`cohorts[0].mig` in `cohorts[0]`)."""
+    return path == field or (path.startswith(field) and path[len(field)] in ".[")
+
+
 def _related(a: str, b: str) -> bool:
-    """One field path is the other or inside it (`cohorts[0]` and `cohorts[0].mig`)."""
-    short, long = sorted((a, b), key=len)
-    return long == short or (long.startswith(short) and long[len(short)] in ".[")
+    return _inside(a, b) or _inside(b, a)
 
 
 def _cross_field_errors(document: dict, refused: list[str]) -> Iterator[str]:
@@ -79,8 +82,8 @@ def _cross_field_errors(document: dict, refused: list[str]) -> Iterator[str]:
     Only the cohorts the schema accepted take part."""
     raw = document.get("cohorts")
     listed = raw if isinstance(raw, list) else []
-    accepted = [(f"cohorts[{i}]", c) for i, c in enumerate(listed) if isinstance(c, dict)
-                and not any(_related(f"cohorts[{i}]", w) and len(w) >= len(f"cohorts[{i}]") for w in refused)]
+    accepted = [(f"cohorts[{i}]", c) for i, c in enumerate(listed)
+                if isinstance(c, dict) and not any(_inside(w, f"cohorts[{i}]") for w in refused)]
     names = [c["name"] for _, c in accepted]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         yield f"cohorts: cohort name {dup!r} is used twice"

@@ -1,7 +1,12 @@
-"""The policy's JSON Schema (`policy.schema.json`): the loader validates every document with it before
-its semantic checks, the Helm chart's values.schema.json embeds it for `policy:` (written by
-`make schema`, tested equal), and editors
-read it through the `# yaml-language-server: $schema=` line of the shipped default.
+"""The policy's JSON Schema (`policy.schema.json`): the one check of a policy's structure (every field's type,
+values and shape, and the cross-field rules a schema can say). The loader validates every document with it before
+the few checks a schema cannot express, the Helm chart's values.schema.json embeds it for `policy:` (written by
+`make schema`, tested equal), and editors read it through the `# yaml-language-server: $schema=` line of the
+shipped default.
+
+A null field is absent, as Helm and the loader read it, except where null means something (a security default
+not set) or where it is a value the schema refuses (a rule's action, a node label's value); a key that may not be
+there at all (unknown, or a field of the other mechanism) is refused whatever its value.
 
 Errors are worded as the loader words its own (`cohorts[0].mechanism: must be one of device-plugin,
 dra, not 'mig'`): from the keyword that failed, or from the schema's `x-error` (any keyword),

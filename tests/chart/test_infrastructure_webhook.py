@@ -126,7 +126,7 @@ def test_every_allocation_owner_finding_reaches_a_webhook(row):
 
 
 def test_platform_device_annotations_reach_the_pod_webhooks_as_the_policy_lists_them():
-    from webhook.config.load import DEFAULT_PLATFORM_DEVICE_ANNOTATIONS
+    from webhook.config.model import DEFAULT_PLATFORM_DEVICE_ANNOTATIONS
 
     (hook,) = [h for _, h in rendered_set("default").webhooks() if h["name"] == "pods.validate.gpu-admission.io"]
     conditions = " ".join(c["expression"] for c in hook["matchConditions"])

@@ -48,6 +48,19 @@ def test_default_reproduces_the_seed_cohorts():
     assert policy.mode == "enforce"
 
 
+def test_the_shipped_default_writes_out_the_model_s_defaults():
+    """Defaults live in the model alone (webhook/config/model.py): the values the shipped default (and the chart's
+    `policy:` value) writes out for its readers are those defaults, so it means the same without them."""
+    doc = yaml.safe_load(DEFAULT_PATH.read_text())
+    for key in ("mode", "serviceNamespace", "securityDefaults", "gpuDrivers", "exceptions", "namespaceCohorts",
+                "namespaceOverrides", "rules"):
+        del doc[key]
+    for cohort in doc["cohorts"]:
+        for key in ("runtimeClassName", "resources", "migStrategy", "driver", "deviceTypes", "maxDevicesPerClaim"):
+            cohort.pop(key, None)
+    assert parse_policy(yaml.safe_dump(doc)) == default_policy()
+
+
 def test_load_policy_reads_a_file(tmp_path):
     path = tmp_path / "policy.yaml"
     path.write_text(DEFAULT_PATH.read_text().replace("mode: enforce", "mode: dry-run"))

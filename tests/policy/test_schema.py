@@ -128,6 +128,20 @@ CASES = {
                                           "securityDefaults.runAsUser"),
     "run-as-root-default-without-non-root": ({"cohorts": [DP], "securityDefaults": {"runAsUser": 0,
                                                                                      "runAsNonRoot": False}}, None),
+    # Once the loader's alone, now the schema's: the chart refuses them too.
+    "mig-table-naming-nothing": (_cohorts(dict(DP, mig={})), "cohorts[0].mig"),
+    "toleration-exists-with-a-value": (_cohorts(dict(DP, tolerations=[{"key": "a", "operator": "Exists",
+                                                                        "value": "b"}])),
+                                       "cohorts[0].tolerations[0].value"),
+    "toleration-equal-without-a-key": (_cohorts(dict(DP, tolerations=[{"effect": "NoSchedule"}])),
+                                       "cohorts[0].tolerations[0].key"),
+    "time-slicing-and-mps": (_cohorts(dict(DP, timeSlicing={"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]},
+                                           mps={"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]})),
+                             "cohorts[0].mps"),
+    "exception-selecting-an-empty-list": (dict(_cohorts(DP), exceptions=[{"rules": ["run-as-root"], "users": []}]),
+                                          "exceptions[0]"),
+    "override-with-on-error": (dict(_cohorts(DP), namespaceOverrides=[{"namespaces": ["ml"], "rules": {
+        "run-as-root": {"action": "warn"}}}]), "namespaceOverrides[0].rules.run-as-root"),
 }
 
 
@@ -165,11 +179,42 @@ def test_the_chart_and_the_loader_refuse_the_same_policies(policy, field):
                  "lookups.timeoutSeconds: must be > 0 and <= 5 (the webhook's own timeout)", id="timeout"),
     pytest.param({"cohorts": [DP], "exceptions": [{"rules": ["run-as-root"], "serviceAccounts": ["ml"]}]},
                  "exceptions[0].serviceAccounts[0]: 'ml' must be namespace/name", id="service-account"),
+    pytest.param(_cohorts(dict(DP, mig={"profiles": {}})),
+                 "cohorts[0].mig: must name a GPU model (one of A100-40GB, H200-141GB) or list profiles",
+                 id="mig-empty"),
+    pytest.param(_cohorts(dict(DP, tolerations=[{"operator": "Exists", "value": "b"}])),
+                 "cohorts[0].tolerations[0].value: must be empty when operator is Exists", id="toleration-value"),
+    pytest.param(_cohorts(dict(DP, tolerations=[{"value": "b"}])),
+                 "cohorts[0].tolerations[0].key: is required when operator is Equal", id="toleration-key"),
+    pytest.param(_cohorts(dict(DP, tolerations=[{"key": "", "operator": "Equal"}])),
+                 "cohorts[0].tolerations[0].key: is required when operator is Equal", id="toleration-empty-key"),
+    pytest.param(_cohorts(dict(DP, timeSlicing={"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]},
+                               mps={"resources": [{"name": "nvidia.com/gpu", "replicas": 2}]})),
+                 "cohorts[0].mps: a cohort shares GPUs by time-slicing or by MPS, not both", id="both-sharings"),
+    pytest.param({"cohorts": [DP], "namespaceOverrides": [{"namespaces": ["ml"],
+                                                          "rules": {"run-as-root": {"action": "warn"}}}]},
+                 "namespaceOverrides[0].rules.run-as-root: must be an action (enforce, warn, audit, off), not "
+                 "{'action': 'warn'}", id="override-mapping"),
+    pytest.param({"cohorts": [DP], "securityDefaults": {"runAsUser": 1000.0}},
+                 "securityDefaults.runAsUser: must be an integer, not a number", id="integer-float"),
+    pytest.param({"cohorts": [dict(DP, autoscaling={"allocatable": {"nvidia.com/gpu": 2.0}})]},
+                 "cohorts[0].autoscaling.allocatable.nvidia.com/gpu: must be a count >= 0", id="count-float"),
+    pytest.param({"cohorts": [dict(DP, nodeLabels={"pool": "a100", "zone": None})]},
+                 "cohorts[0].nodeLabels.zone: None is not a valid label value (quote numbers and booleans)",
+                 id="label-null"),
+    pytest.param({"cohorts": [DP], "lookups": {"nodez": None}}, "lookups.nodez: unknown field", id="unknown-null"),
+    pytest.param({"cohorts": [dict(DP, driver=None)]}, "cohorts[0].driver: applies only to mechanism dra",
+                 id="other-mechanism-null"),
 ])
 def test_schema_errors_read_as_the_loader_s(policy, message):
     with pytest.raises(ConfigError) as err:
         parse_policy(yaml.safe_dump(policy))
     assert message in err.value.errors
+
+
+def test_the_mig_message_names_the_schema_s_models():
+    mig = policy_schema()["definitions"]["cohort"]["properties"]["mig"]
+    assert f"(one of {', '.join(mig['properties']['model']['enum'])})" in mig["x-error-anyOf"]
 
 
 def test_a_null_security_default_is_the_schema_s_too():

@@ -1,9 +1,12 @@
-"""Load and validate the policy YAML. Every error names the field and the reason; a policy with any
-error is refused whole (never half-loaded)."""
+"""Load the policy YAML. Its JSON Schema (policy.schema.json) is the one check of its structure: every field's
+type, values and shape, and the cross-field rules a schema can say. The loader adds only what a schema cannot say
+(a cohort name used twice, two cohorts selecting the same nodes, references to cohorts and DeviceClasses), then
+builds the frozen model from the fields the document gives: every field it leaves out takes the model's default
+(webhook/config/model.py). Every error names the field and the reason; a policy with any error is refused whole
+(never half-loaded)."""
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -11,11 +14,11 @@ from typing import Any
 import yaml
 
 from webhook import yamlread
-from webhook.config.mig import MIG_PROFILE_TABLES, PROFILE_NAME
+from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.config.model import (
-    DEVICE_PLUGIN,
-    DRA,
-    MECHANISMS,
+    EMPTY,
+    MECHANISM_DEFAULTS,
+    SHARING_DEFAULTS,
     Cohort,
     DeviceClassInfo,
     Exception_,
@@ -29,36 +32,11 @@ from webhook.config.model import (
     Toleration,
 )
 from webhook.config.overlay import SetError, apply_set, overlay_policy
-from webhook.config.schema import schema_errors
-from webhook.locale import LANGUAGES
+from webhook.config.schema import schema_errors, type_of, without_nulls
 from webhook.rules import DEFAULT_ACTIONS, Action, Rule
-from webhook.version import docs_base_url
 
 DEFAULT_PATH = Path(__file__).with_name("default.yaml")
-
-DEFAULT_VISIBLE_DEVICE_VARIABLES = (
-    "CUDA_VISIBLE_DEVICES",
-    "NVIDIA_VISIBLE_DEVICES",
-    "NVIDIA_DRIVER_CAPABILITIES",
-    "NVIDIA_MIG_CONFIG_DEVICES",
-    "NVIDIA_MIG_MONITOR_DEVICES",
-    "CUDA_MPS_PIPE_DIRECTORY",
-    "GPU_DEVICE_ORDINAL",
-)
-# GKE's device injection: the runtime mounts the host paths listed in `devices.gke.io/container.<name>`
-# into that container (GPUDirect-TCPX manifests use it for /dev/nvidia*), outside any allocation.
-DEFAULT_PLATFORM_DEVICE_ANNOTATIONS = ("devices.gke.io/container.",)
 MODES = {"enforce": "enforce", "audit": "audit", "dry-run": "audit"}
-MANAGERS = {"standalone": None, "gpu-operator-clusterpolicy": DEVICE_PLUGIN, "gpu-operator-gpucluster": DRA}
-MIG_STRATEGIES = ("none", "single", "mixed")
-DRA_SHARING = ("TimeSlicing", "MPS")
-TOLERATION_OPERATORS = ("Exists", "Equal")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-_RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
 class ConfigError(ValueError):
@@ -70,502 +48,232 @@ class ConfigError(ValueError):
         super().__init__(f"{source}: " + "; ".join(errors))
 
 
-class _Fields:
-    """Reads one YAML mapping, recording errors with the field path, and flags unknown keys."""
+# ---------------------------------------------------------------- validation
 
-    def __init__(self, data: Any, path: str, errors: list[str]):
-        self.path = path
-        self.errors = errors
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            self.error("", f"must be a mapping, not {_type(data)}")
-            data = {}
-        self.data = data
-        self.seen: set[str] = set()
-
-    def sub(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
-
-    def error(self, key: str, reason: str) -> None:
-        where = self.sub(key) if key else (self.path or "policy")
-        self.errors.append(f"{where}: {reason}")
-
-    def get(self, key: str, kind: type | tuple, default: Any = None, check: Callable[[Any], str | None] | None = None):
-        self.seen.add(key)
-        if key not in self.data or self.data[key] is None:
-            return default
-        value = self.data[key]
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if isinstance(value, bool) and kind is not bool:
-            self.error(key, f"must be {_kind_name(kind)}, not a boolean")
-            return default
-        if not isinstance(value, kind):
-            self.error(key, f"must be {_kind_name(kind)}, not {_type(value)}")
-            return default
-        if check is not None:
-            problem = check(value)
-            if problem:
-                self.error(key, problem)
-                return default
-        return value
-
-    def strings(self, key: str, check: Callable[[str], str | None] | None = None, default=()) -> tuple[str, ...]:
-        items = self.get(key, list, None)
-        if items is None:
-            return tuple(default)
-        out = []
-        for i, item in enumerate(items):
-            if not isinstance(item, str) or not item:
-                self.errors.append(f"{self.sub(key)}[{i}]: must be a non-empty string, not {_type(item)}")
-                continue
-            problem = check(item) if check else None
-            if problem:
-                self.errors.append(f"{self.sub(key)}[{i}]: {problem}")
-                continue
-            out.append(item)
-        return tuple(out)
-
-    def mappings(self, key: str) -> list[tuple[str, Any]]:
-        items = self.get(key, list, [])
-        return [(f"{self.sub(key)}[{i}]", item) for i, item in enumerate(items)]
-
-    def done(self) -> None:
-        for key in sorted(set(self.data) - self.seen, key=str):
-            self.error(str(key), "unknown field")
-
-
-def _type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-            dict: "a mapping"}.get(
-        type(value), type(value).__name__
-    )
-
-
-def _kind_name(kind: type | tuple) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-             dict: "a mapping"}
-    if isinstance(kind, tuple):
-        return " or ".join(names.get(k, k.__name__) for k in kind)
-    return names.get(kind, kind.__name__)
-
-
-def _one_of(choices) -> Callable[[Any], str | None]:
-    return lambda v: None if v in choices else f"must be one of {', '.join(choices)}, not {v!r}"
-
-
-def _at_least(n: int) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= n else f"must be >= {n}"
-
-
-def _pattern(regex: re.Pattern, what: str) -> Callable[[str], str | None]:
-    return lambda v: None if regex.match(v) else f"{v!r} is not a valid {what}"
-
-
-def _rule_ids(values: tuple[str, ...], path: str, errors: list[str]) -> frozenset[Rule]:
-    out = set()
-    for i, v in enumerate(values):
-        try:
-            out.add(Rule(v))
-        except ValueError:
-            errors.append(f"{path}[{i}]: unknown rule {v!r}; rules are {', '.join(r.value for r in Rule)}")
-    return frozenset(out)
-
-
-def _actions(data: Any, path: str, errors: list[str], with_on_error: bool):
-    f = _Fields(data, path, errors)
-    actions: dict[Rule, Action] = {}
-    on_error: dict[Rule, str] = {}
-    for key in list(f.data):
-        f.seen.add(key)
-        try:
-            rule = Rule(key)
-        except ValueError:
-            f.error(str(key), f"unknown rule; rules are {', '.join(r.value for r in Rule)}")
-            continue
-        value = f.data[key]
-        if isinstance(value, dict) and with_on_error:
-            g = _Fields(value, f.sub(key), errors)
-            action = "off" if g.data.get("action") is False else g.get("action", str, None,
-                                                                       _one_of([a.value for a in Action]))
-            g.seen.add("action")
-            err = g.get("onError", str, None, _one_of(["allow", "deny"]))
-            g.done()
-            if action:
-                actions[rule] = Action(action)
-            if err:
-                on_error[rule] = err
-        elif isinstance(value, str) and value in {a.value for a in Action}:
-            actions[rule] = Action(value)
-        elif value is False:  # YAML 1.1 (PyYAML, Helm) reads an unquoted `off` as false
-            actions[rule] = Action.OFF
-        else:
-            hint = "an action" + (" or a mapping with action and onError" if with_on_error else "")
-            f.error(str(key), f"must be {hint} (enforce, warn, audit, off), not {value!r}")
-    return actions, on_error
-
-
-def _toleration(data: Any, path: str, errors: list[str]) -> Toleration | None:
-    f = _Fields(data, path, errors)
-    key = f.get("key", str)
-    op = f.get("operator", str, "Equal", _one_of(TOLERATION_OPERATORS))
-    value = f.get("value", str)
-    effect = f.get("effect", str, None, _one_of(TAINT_EFFECTS))
-    f.done()
-    if op == "Exists" and value:
-        f.error("value", "must be empty when operator is Exists")
-    if op == "Equal" and not key:
-        f.error("key", "is required when operator is Equal")
-    return Toleration(key=key, operator=op, value=value, effect=effect)
-
-
-def _sharing(data: Any, path: str, errors: list[str], *, kind: str) -> Sharing | None:
-    if data is None:
-        return None
-    f = _Fields(data, path, errors)
-    resources = []
-    for rpath, item in f.mappings("resources"):
-        g = _Fields(item, rpath, errors)
-        name = g.get("name", str, None, _pattern(_RESOURCE_NAME, "resource name"))
-        replicas = g.get("replicas", int, None, _at_least(2))
-        g.done()
-        if name is None:
-            g.error("name", "is required")
-        if "replicas" not in g.data:
-            g.error("replicas", "is required")
-        if name and replicas:
-            resources.append(SharedResource(name, replicas))
-    if not f.data.get("resources"):
-        f.error("resources", f"must list at least one resource to share by {kind}")
-    rename = f.get("renameByDefault", bool, False)
-    # The device plugin always fails MPS requests for more than one replica.
-    fail = f.get("failRequestsGreaterThanOne", bool, kind == "MPS")
-    f.done()
-    return Sharing(tuple(resources), rename_by_default=rename, fail_requests_greater_than_one=fail)
-
-
-def _mig_profiles(f: _Fields, errors: list[str]) -> dict[str, int]:
-    raw = f.get("mig", dict, None)
-    if raw is None:
-        return {}
-    g = _Fields(raw, f.sub("mig"), errors)
-    model = g.get("model", str, None, _one_of(sorted(MIG_PROFILE_TABLES)))
-    profiles = g.get("profiles", dict, None)
-    g.done()
-    if model and profiles:
-        g.error("", "give either model or profiles, not both")
-    if model:
-        return dict(MIG_PROFILE_TABLES[model])
-    out = {}
-    for name, count in (profiles or {}).items():
-        if not isinstance(name, str) or not PROFILE_NAME.match(name):
-            errors.append(f"{g.sub('profiles')}.{name}: not a MIG profile name like 1g.5gb")
-        elif not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            errors.append(f"{g.sub('profiles')}.{name}: must be an instance count >= 1")
-        else:
-            out[name] = count
-    if not out:
-        g.error("", "must name a GPU model (one of " + ", ".join(sorted(MIG_PROFILE_TABLES)) + ") or list profiles")
-    return out
-
-
-def _cohort(data: Any, path: str, errors: list[str]) -> Cohort | None:
-    f = _Fields(data, path, errors)
-    start = len(errors)
-    name = f.get("name", str, None, _pattern(_DNS_LABEL, "cohort name (lower-case DNS label)"))
-    if "name" not in f.data:
-        f.error("name", "is required")
-    mechanism = f.get("mechanism", str, None, _one_of(MECHANISMS))
-    if "mechanism" not in f.data:
-        f.error("mechanism", f"is required ({' or '.join(MECHANISMS)})")
-    manager = f.get("manager", str, "standalone", _one_of(list(MANAGERS)))
-    if mechanism and MANAGERS.get(manager) not in (None, mechanism):
-        f.error("manager", f"{manager} runs the {MANAGERS[manager]} mechanism, not {mechanism}")
-    labels = f.get("nodeLabels", dict, {})
-    for k, v in labels.items():
-        if not isinstance(k, str) or not _LABEL_KEY.match(k):
-            errors.append(f"{f.sub('nodeLabels')}: {k!r} is not a valid label key")
-        elif not isinstance(v, str) or not _LABEL_VALUE.match(v):
-            errors.append(f"{f.sub('nodeLabels')}.{k}: {v!r} is not a valid label value (quote numbers and booleans)")
-    if not labels:
-        f.error("nodeLabels", "must select the cohort's nodes with at least one label")
-    tolerations = tuple(t for p, d in f.mappings("tolerations") if (t := _toleration(d, p, errors)))
-    autoscaling = f.get("autoscaling", dict)
-
-    # `mig` (the GPU model's profile table) is both mechanisms': the device plugin advertises its profiles, the DRA
-    # driver publishes MIG devices of them
-    dp_fields = ("runtimeClassName", "resources", "extraResources", "migStrategy", "timeSlicing", "mps")
-    dra_fields = ("driver", "deviceTypes", "deviceClasses", "maxDevicesPerClaim", "sharingStrategies",
-                  "adminAccessNamespaces")
-    wrong = dra_fields if mechanism == DEVICE_PLUGIN else dp_fields if mechanism == DRA else ()
-    for key in wrong:
-        if key in f.data:
-            f.error(key, f"applies only to mechanism {DRA if mechanism == DEVICE_PLUGIN else DEVICE_PLUGIN}")
-            f.seen.add(key)
-
-    kwargs: dict[str, Any] = {}
-    if mechanism == DEVICE_PLUGIN:
-        kwargs["runtime_class_name"] = f.get("runtimeClassName", str, "nvidia",
-                                             _pattern(_DNS_SUBDOMAIN, "RuntimeClass name"))
-        kwargs["resources"] = f.strings("resources", _pattern(_RESOURCE_NAME, "resource name"), ("nvidia.com/gpu",))
-        kwargs["extra_resources"] = f.strings("extraResources", _pattern(_RESOURCE_NAME, "resource name"))
-        strategy = f.get("migStrategy", str, "none", _one_of(MIG_STRATEGIES))
-        kwargs["mig_strategy"] = strategy
-        profiles = _mig_profiles(f, errors)
-        if strategy != "none" and not profiles:
-            f.error("mig", f"migStrategy {strategy} needs the GPU model's profile table (mig.model or mig.profiles)")
-        kwargs["mig_profiles"] = MappingProxyType(profiles)
-        kwargs["time_slicing"] = _sharing(f.get("timeSlicing", dict), f.sub("timeSlicing"), errors, kind="time-slicing")
-        kwargs["mps"] = _sharing(f.get("mps", dict), f.sub("mps"), errors, kind="MPS")
-        if kwargs["time_slicing"] and kwargs["mps"]:
-            f.error("mps", "a cohort shares GPUs by time-slicing or by MPS, not both")
-    elif mechanism == DRA:
-        kwargs["driver"] = f.get("driver", str, "gpu.nvidia.com", _pattern(_DNS_SUBDOMAIN, "driver name"))
-        kwargs["device_types"] = f.strings("deviceTypes", None, ("gpu",))
-        kwargs["device_classes"] = f.strings("deviceClasses", _pattern(_DNS_SUBDOMAIN, "DeviceClass name"))
-        kwargs["max_devices_per_claim"] = f.get("maxDevicesPerClaim", int, 8, _at_least(1))
-        kwargs["sharing_strategies"] = f.strings("sharingStrategies", _one_of(DRA_SHARING))
-        kwargs["admin_access_namespaces"] = f.strings("adminAccessNamespaces", _pattern(_DNS_LABEL, "namespace"))
-        kwargs["mig_profiles"] = MappingProxyType(_mig_profiles(f, errors))
-    if autoscaling is not None:
-        kwargs["autoscaled"] = True
-        kwargs["autoscaled_allocatable"] = MappingProxyType(_autoscaling(autoscaling, f.sub("autoscaling"), errors))
-    f.done()
-    if len(errors) > start or not name or not mechanism:
-        return None
-    return Cohort(
-        name=name,
-        mechanism=mechanism,
-        manager=manager,
-        node_labels=MappingProxyType(dict(labels)),
-        tolerations=tolerations,
-        **kwargs,
-    )
-
-
-def _autoscaling(data: dict, path: str, errors: list[str]) -> dict[str, float]:
-    """`autoscaling.allocatable`: the most of each extended resource one node the autoscaler adds can have."""
-    f = _Fields(data, path, errors)
-    out: dict[str, float] = {}
-    for key, value in f.get("allocatable", dict, {}).items():
-        if not isinstance(key, str) or not _RESOURCE_NAME.match(key):
-            errors.append(f"{f.sub('allocatable')}: {key!r} is not an extended resource name")
-        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            errors.append(f"{f.sub('allocatable')}.{key}: must be a count >= 0")
-        else:
-            out[key] = float(value)
-    f.done()
-    return out
-
-
-def _security(data: Any, errors: list[str]) -> SecurityDefaults:
-    f = _Fields(data, "securityDefaults", errors)
-    d = SecurityDefaults()
-
-    def field(key, kind, default, check=None):
-        # absent: the shipped default; an explicit null: this default is not set at all
-        return None if key in f.data and f.data[key] is None else f.get(key, kind, default, check)
-
-    out = SecurityDefaults(
-        run_as_non_root=field("runAsNonRoot", bool, d.run_as_non_root),
-        run_as_user=field("runAsUser", int, d.run_as_user, _at_least(0)),
-        seccomp_profile=field("seccompProfile", str, d.seccomp_profile, _one_of(["RuntimeDefault", "Unconfined"])),
-        allow_privilege_escalation=field("allowPrivilegeEscalation", bool, d.allow_privilege_escalation),
-        read_only_root_filesystem=field("readOnlyRootFilesystem", bool, d.read_only_root_filesystem),
-        drop_capabilities=() if "dropCapabilities" in f.data and f.data["dropCapabilities"] is None
-        else f.strings("dropCapabilities", None, d.drop_capabilities),
-    )
-    f.seen.update(f.data)
-    f.done()
-    if out.run_as_non_root and out.run_as_user == 0:
-        f.error("runAsUser", "0 contradicts runAsNonRoot: true")
-    return out
-
-
-def _device_class(data: Any, path: str, errors: list[str]) -> DeviceClassInfo | None:
-    f = _Fields(data, path, errors)
-    name = f.get("name", str, None, _pattern(_DNS_SUBDOMAIN, "DeviceClass name"))
-    if "name" not in f.data:
-        f.error("name", "is required")
-    info = DeviceClassInfo(
-        name=name or "",
-        driver=f.get("driver", str, None, _pattern(_DNS_SUBDOMAIN, "driver name")),
-        device_type=f.get("deviceType", str),
-        extended_resource_name=f.get("extendedResourceName", str, None, _pattern(_RESOURCE_NAME, "resource name")),
-    )
-    f.done()
-    return info if name else None
-
-
-def _exception(data: Any, path: str, errors: list[str]) -> Exception_ | None:
-    f = _Fields(data, path, errors)
-    name = f.get("name", str, path)
-    rules = _rule_ids(f.strings("rules"), f.sub("rules"), errors)
-    if not rules:
-        f.error("rules", "must name the rules the exception lifts")
-    sa_check = lambda v: None if re.match(r"^[a-z0-9-]+/[a-z0-9.-]+$", v) else f"{v!r} must be namespace/name"
-    exc = Exception_(
-        name=name,
-        rules=rules,
-        namespaces=f.strings("namespaces"),
-        names=f.strings("names"),
-        service_accounts=f.strings("serviceAccounts", sa_check),
-        users=f.strings("users"),
-        groups=f.strings("groups"),
-        scheduler_names=f.strings("schedulerNames"),
-    )
-    f.done()
-    if not any((exc.namespaces, exc.names, exc.service_accounts, exc.users, exc.groups, exc.scheduler_names)):
-        f.error("", "must select something (namespaces, names, serviceAccounts, users, groups or schedulerNames); "
-                "an exception for everything is `rules: {<id>: off}`")
-    return exc if rules else None
-
-
-def _lookups(data: Any, errors: list[str]) -> Lookups:
-    f = _Fields(data, "lookups", errors)
-    out = Lookups(
-        resource_claims=f.get("resourceClaims", bool, False),
-        device_classes=f.get("deviceClasses", bool, False),
-        namespaces=f.get("namespaces", bool, False),
-        config_maps=f.get("configMaps", bool, False),
-        secrets=f.get("secrets", bool, False),
-        nodes=f.get("nodes", bool, False),
-        resource_slices=f.get("resourceSlices", bool, False),
-        runtime_classes=f.get("runtimeClasses", bool, False),
-        node_pools=f.get("nodePools", bool, False),
-        gpu_operator=f.get("gpuOperator", bool, False),
-        pods=f.get("pods", bool, False),
-        timeout_seconds=f.get("timeoutSeconds", float, 1.0,
-                              lambda v: None if 0 < v <= 5 else "must be > 0 and <= 5 (the webhook's own timeout)"),
-    )
-    f.done()
-    return out
-
-
-def _in_tree(data: Any, errors: list[str]) -> InTree:
-    f = _Fields(data, "inTree", errors)
-    out = InTree(validation=f.get("validation", bool, False), mutation=f.get("mutation", bool, False))
-    f.done()
-    return out
+def build_policy(data: Any, source: str = "policy") -> Policy:
+    """Validate a parsed policy document, by the JSON Schema first, then by the checks that a schema cannot
+    express; raise ConfigError listing every problem. Where the schema has refused a field, the other checks
+    add nothing about it. A document that is not a mapping is read as an empty one after saying so."""
+    document = data if isinstance(data, dict) else {}
+    refused = schema_errors(data) + ([] if document is data else schema_errors(document))
+    where = [_location(e) for e in refused]
+    errors = refused + [e for e in _cross_field_errors(document, where)
+                        if not any(_related(_location(e), w) for w in where)]
+    if errors:
+        raise ConfigError(errors, source)
+    return _policy(without_nulls(document))
 
 
 def _location(error: str) -> str:
     return error.split(": ", 1)[0]
 
 
+def _inside(path: str, field: str) -> bool:
+    """`path` is `field` or a field inside it (`cohorts[0].mig` in `cohorts[0]`)."""
+    return path == field or (path.startswith(field) and path[len(field)] in ".[")
+
+
 def _related(a: str, b: str) -> bool:
-    """One field path is the other or inside it (`cohorts[0]` and `cohorts[0].mig`)."""
-    short, long = sorted((a, b), key=len)
-    return long == short or (long.startswith(short) and long[len(short)] in ".[")
+    return _inside(a, b) or _inside(b, a)
 
 
-def build_policy(data: Any, source: str = "policy") -> Policy:
-    """Validate a parsed policy document, by the JSON Schema first, then by the checks that a schema
-    cannot express (names used twice, references to cohorts and classes); raise ConfigError listing
-    every problem. Where the schema has refused a field, the other checks add nothing about it."""
-    structural = schema_errors(data)
-    try:
-        policy = _build_policy(data, source)
-    except ConfigError as exc:
-        if not structural:
-            raise
-        others = [e for e in exc.errors if not any(_related(_location(e), _location(s)) for s in structural)]
-        raise ConfigError(structural + others, source) from None
-    if structural:
-        raise ConfigError(structural, source)
-    return policy
-
-
-def _build_policy(data: Any, source: str) -> Policy:
-    errors: list[str] = []
-    top = _Fields(data, "", errors)
-    mode = top.get("mode", str, "enforce", _one_of(list(MODES)))
-    indexed = [(p, c) for p, d in top.mappings("cohorts") if (c := _cohort(d, p, errors))]
-    cohorts = [c for _, c in indexed]
-    if "cohorts" in top.data and not top.data.get("cohorts"):
-        top.error("cohorts", "must list at least one cohort")
-    names = [c.name for c in cohorts]
+def _cross_field_errors(document: dict, refused: list[str]) -> Iterator[str]:
+    """What a schema cannot say: between cohorts, and from a field to a cohort or DeviceClass listed elsewhere.
+    Only the cohorts the schema accepted take part."""
+    raw = document.get("cohorts")
+    listed = raw if isinstance(raw, list) else []
+    accepted = [(f"cohorts[{i}]", c) for i, c in enumerate(listed)
+                if isinstance(c, dict) and not any(_inside(w, f"cohorts[{i}]") for w in refused)]
+    names = [c["name"] for _, c in accepted]
     for dup in sorted({n for n in names if names.count(n) > 1}):
-        top.error("cohorts", f"cohort name {dup!r} is used twice")
-    for i, a in enumerate(cohorts):
-        for b in cohorts[i + 1:]:
-            if dict(a.node_labels) == dict(b.node_labels):
-                top.error("cohorts", f"cohorts {a.name!r} and {b.name!r} select the same nodes; "
-                          "each GPU node belongs to exactly one cohort")
-
-    actions, on_error = _actions(top.get("rules", dict, {}), "rules", errors, with_on_error=True)
-    overrides = []
-    for path, item in top.mappings("namespaceOverrides"):
-        f = _Fields(item, path, errors)
-        nss = f.strings("namespaces", _pattern(_DNS_LABEL, "namespace"))
-        if not nss:
-            f.error("namespaces", "must list at least one namespace")
-        o_mode = f.get("mode", str, None, _one_of(list(MODES)))
-        o_actions, _ = _actions(f.get("rules", dict, {}), f.sub("rules"), errors, with_on_error=False)
-        o_language = f.get("language", str, None, _one_of(list(LANGUAGES)))
-        f.done()
-        overrides.append(NamespaceOverride(nss, MODES.get(o_mode) if o_mode else None, MappingProxyType(o_actions),
-                                           o_language))
-
-    ns_cohorts = top.get("namespaceCohorts", dict, {})
-    for ns, cohort in ns_cohorts.items():
+        yield f"cohorts: cohort name {dup!r} is used twice"
+    for i, (_, a) in enumerate(accepted):
+        for _, b in accepted[i + 1:]:
+            if a["nodeLabels"] == b["nodeLabels"]:
+                yield (f"cohorts: cohorts {a['name']!r} and {b['name']!r} select the same nodes; "
+                       "each GPU node belongs to exactly one cohort")
+    namespace_cohorts = document.get("namespaceCohorts")
+    for ns, cohort in (namespace_cohorts.items() if isinstance(namespace_cohorts, dict) else ()):
         if cohort not in names:
-            listed = [d.get("name") for _, d in top.mappings("cohorts") if isinstance(d, dict) and d.get("name")]
-            errors.append(f"namespaceCohorts.{ns}: unknown cohort {cohort!r}; cohorts are "
-                          f"{', '.join(map(str, listed)) or 'none'}")
+            known = ", ".join(str(c["name"]) for c in listed if isinstance(c, dict) and c.get("name"))
+            yield f"namespaceCohorts.{ns}: unknown cohort {cohort!r}; cohorts are {known or 'none'}"
+    classes = document.get("deviceClasses")
+    class_names = {c["name"] for c in (classes if isinstance(classes, list) else ())
+                   if isinstance(c, dict) and isinstance(c.get("name"), str)}
+    for path, c in accepted:
+        for cls in c.get("deviceClasses") or ():
+            if cls not in class_names:
+                yield f"{path}.deviceClasses: unknown DeviceClass {cls!r}; list it under deviceClasses"
 
-    classes: dict[str, DeviceClassInfo] = {}
-    for path, item in top.mappings("deviceClasses"):
-        info = _device_class(item, path, errors)
-        if info:
-            classes[info.name] = info
-    for path, c in indexed:
-        for cls in c.device_classes:
-            if cls not in classes:
-                errors.append(f"{path}.deviceClasses: unknown DeviceClass {cls!r}; "
-                              "list it under deviceClasses")
 
-    variables = top.strings("visibleDeviceVariables",
-                            _pattern(re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$"), "variable name"),
-                            DEFAULT_VISIBLE_DEVICE_VARIABLES)
-    platform = top.strings("platformDeviceAnnotations",
-                           _pattern(re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)[-A-Za-z0-9_.]*$"),
-                                    "annotation key prefix"),
-                           DEFAULT_PLATFORM_DEVICE_ANNOTATIONS)
-    policy = Policy(
-        cohorts=tuple(cohorts),
-        mode=MODES.get(mode, "enforce"),
-        language=top.get("language", str, "en", _one_of(list(LANGUAGES))),
-        docs_base_url=top.get("docsBaseUrl", str, docs_base_url()).rstrip("/"),
-        service_namespace=top.get("serviceNamespace", str, "gpu-admission", _pattern(_DNS_LABEL, "namespace")),
-        exempt_namespaces=frozenset(top.strings("exemptNamespaces", _pattern(_DNS_LABEL, "namespace"))),
-        actions=MappingProxyType({**DEFAULT_ACTIONS, **actions}),
-        on_error=MappingProxyType(on_error),
-        namespace_overrides=tuple(overrides),
-        namespace_cohorts=MappingProxyType(dict(ns_cohorts)),
-        exceptions=tuple(e for p, d in top.mappings("exceptions") if (e := _exception(d, p, errors))),
-        security=_security(top.get("securityDefaults", dict), errors),
-        gpu_drivers=frozenset(top.strings("gpuDrivers", _pattern(_DNS_SUBDOMAIN, "driver name"), ("gpu.nvidia.com",))),
-        device_classes=MappingProxyType(classes),
-        visible_device_variables=frozenset(variables),
-        platform_device_annotations=tuple(platform),
-        exclusive_label=top.get("exclusiveLabel", str, "workload.example.com/gpu-exclusive",
-                                _pattern(_LABEL_KEY, "label key")),
-        allocation_label=top.get("allocationLabel", str, "workload.example.com/gpu-allocation",
-                                 _pattern(_LABEL_KEY, "label key")),
-        lookups=_lookups(top.get("lookups", dict), errors),
-        in_tree=_in_tree(top.get("inTree", dict), errors),
-    )
-    if "cohorts" not in top.data:
-        top.error("cohorts", "is required")
-    top.done()
-    if errors:
-        raise ConfigError(errors, source)
-    return policy
+# ---------------------------------------------------------------- the model, from a document the schema accepted
 
+# A model's fields by document key: (the field's name, its value from the key's).
+Fields = Mapping[str, tuple[str, Callable[[Any], Any]]]
+
+
+def _given(data: dict, fields: Fields) -> dict[str, Any]:
+    """The model's keyword arguments for the document keys `data` has: `fields` maps a key to the model's field
+    and the conversion of its value. A key left out is left to the model's default."""
+    return {field: convert(data[key]) for key, (field, convert) in fields.items() if key in data}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _strings(value: list) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _labels(value: dict) -> MappingProxyType:
+    return MappingProxyType(dict(value))
+
+
+def _action(value: Any) -> Action:
+    return Action.OFF if value is False else Action(value)  # YAML 1.1 (PyYAML, Helm) reads an unquoted `off` as false
+
+
+def _settings(value: dict) -> dict[Rule, dict[str, Any]]:
+    """Each rule's setting: an action, or a mapping with action and onError."""
+    return {Rule(k): _given(v, RULE_SETTING_FIELDS) if isinstance(v, dict) else {"action": _action(v)}
+            for k, v in value.items()}
+
+
+def _actions(value: dict) -> dict[Rule, Action]:
+    return {rule: setting["action"] for rule, setting in _settings(value).items() if "action" in setting}
+
+
+def _on_error(value: dict) -> MappingProxyType:
+    return MappingProxyType({rule: s["on_error"] for rule, s in _settings(value).items() if "on_error" in s})
+
+
+def _toleration(value: dict) -> Toleration:
+    return Toleration(**_given(value, TOLERATION_FIELDS))
+
+
+def _sharing(kind: str) -> Callable[[dict], Sharing]:
+    def build(value: dict) -> Sharing:
+        return Sharing(**{**SHARING_DEFAULTS[kind], **_given(value, SHARING_FIELDS)})
+    return build
+
+
+def _mig_profiles(value: dict) -> MappingProxyType:
+    return MappingProxyType(dict(_given(value, MIG_FIELDS)["table"]))  # the schema holds it to model or profiles
+
+
+def _allocatable(value: dict) -> MappingProxyType:
+    return _given(value, AUTOSCALING_FIELDS).get("allocatable", EMPTY)
+
+
+def _cohort(value: dict) -> Cohort:
+    given = _given(value, COHORT_FIELDS)
+    if "autoscaling" in value:  # an autoscaler adds the cohort's nodes
+        given["autoscaled"] = True
+    return Cohort(**{**MECHANISM_DEFAULTS[value["mechanism"]], **given})
+
+
+def _security(value: dict) -> SecurityDefaults:
+    # absent: the default; an explicit null: this default is not set at all (no capability dropped)
+    given = _given(value, SECURITY_FIELDS)
+    if given.get("drop_capabilities", ()) is None:
+        given["drop_capabilities"] = ()
+    return SecurityDefaults(**given)
+
+
+def _device_classes(value: list) -> MappingProxyType:
+    return MappingProxyType({c["name"]: DeviceClassInfo(**_given(c, DEVICE_CLASS_FIELDS)) for c in value})
+
+
+def _exceptions(value: list) -> tuple[Exception_, ...]:
+    return tuple(Exception_(**{"name": f"exceptions[{i}]", **_given(e, EXCEPTION_FIELDS)}) for i, e in enumerate(value))
+
+
+def _override(value: dict) -> NamespaceOverride:
+    return NamespaceOverride(**_given(value, OVERRIDE_FIELDS))
+
+
+def _policy(document: dict) -> Policy:
+    given = _given(document, POLICY_FIELDS)
+    if "rules" in document:  # the document's actions over each rule's default, and what a rule's error means
+        given["actions"] = MappingProxyType({**DEFAULT_ACTIONS, **given["actions"]})
+        given["on_error"] = _on_error(document["rules"])
+    return Policy(**given)
+
+
+# Document key -> (the model's field, its value from the key's): every key the schema allows, each read here.
+TOLERATION_FIELDS: Fields = {
+    "key": ("key", _same), "operator": ("operator", _same), "value": ("value", _same), "effect": ("effect", _same),
+}
+RULE_SETTING_FIELDS: Fields = {"action": ("action", _action), "onError": ("on_error", _same)}
+SHARED_RESOURCE_FIELDS: Fields = {"name": ("name", _same), "replicas": ("replicas", _same)}
+SHARING_FIELDS: Fields = {
+    "resources": ("resources", lambda v: tuple(SharedResource(**_given(r, SHARED_RESOURCE_FIELDS)) for r in v)),
+    "renameByDefault": ("rename_by_default", _same),
+    "failRequestsGreaterThanOne": ("fail_requests_greater_than_one", _same),
+}
+MIG_FIELDS: Fields = {"model": ("table", MIG_PROFILE_TABLES.__getitem__), "profiles": ("table", _same)}
+AUTOSCALING_FIELDS: Fields = {
+    "allocatable": ("allocatable", lambda v: MappingProxyType({k: float(n) for k, n in v.items()})),
+}
+COHORT_FIELDS: Fields = {
+    "name": ("name", _same), "mechanism": ("mechanism", _same), "manager": ("manager", _same),
+    "nodeLabels": ("node_labels", _labels), "tolerations": ("tolerations", lambda v: tuple(map(_toleration, v))),
+    "runtimeClassName": ("runtime_class_name", _same), "resources": ("resources", _strings),
+    "extraResources": ("extra_resources", _strings), "migStrategy": ("mig_strategy", _same),
+    "mig": ("mig_profiles", _mig_profiles), "timeSlicing": ("time_slicing", _sharing("timeSlicing")),
+    "mps": ("mps", _sharing("mps")), "driver": ("driver", _same), "deviceTypes": ("device_types", _strings),
+    "deviceClasses": ("device_classes", _strings), "maxDevicesPerClaim": ("max_devices_per_claim", _same),
+    "sharingStrategies": ("sharing_strategies", _strings),
+    "adminAccessNamespaces": ("admin_access_namespaces", _strings),
+    "autoscaling": ("autoscaled_allocatable", _allocatable),
+}
+SECURITY_FIELDS: Fields = {
+    "runAsNonRoot": ("run_as_non_root", _same), "runAsUser": ("run_as_user", _same),
+    "seccompProfile": ("seccomp_profile", _same), "allowPrivilegeEscalation": ("allow_privilege_escalation", _same),
+    "readOnlyRootFilesystem": ("read_only_root_filesystem", _same),
+    "dropCapabilities": ("drop_capabilities", lambda v: None if v is None else tuple(v)),
+}
+DEVICE_CLASS_FIELDS: Fields = {
+    "name": ("name", _same), "driver": ("driver", _same), "deviceType": ("device_type", _same),
+    "extendedResourceName": ("extended_resource_name", _same),
+}
+EXCEPTION_FIELDS: Fields = {
+    "name": ("name", _same), "rules": ("rules", lambda v: frozenset(map(Rule, v))),
+    "namespaces": ("namespaces", _strings), "names": ("names", _strings),
+    "serviceAccounts": ("service_accounts", _strings), "users": ("users", _strings), "groups": ("groups", _strings),
+    "schedulerNames": ("scheduler_names", _strings),
+}
+OVERRIDE_FIELDS: Fields = {
+    "namespaces": ("namespaces", _strings), "mode": ("mode", MODES.__getitem__),
+    "rules": ("actions", lambda v: MappingProxyType(_actions(v))), "language": ("language", _same),
+}
+LOOKUP_FIELDS: Fields = {
+    "resourceClaims": ("resource_claims", _same), "deviceClasses": ("device_classes", _same),
+    "namespaces": ("namespaces", _same), "configMaps": ("config_maps", _same), "secrets": ("secrets", _same),
+    "nodes": ("nodes", _same), "resourceSlices": ("resource_slices", _same),
+    "runtimeClasses": ("runtime_classes", _same), "nodePools": ("node_pools", _same),
+    "gpuOperator": ("gpu_operator", _same), "pods": ("pods", _same),
+    "timeoutSeconds": ("timeout_seconds", float),
+}
+IN_TREE_FIELDS: Fields = {"validation": ("validation", _same), "mutation": ("mutation", _same)}
+POLICY_FIELDS: Fields = {
+    "mode": ("mode", MODES.__getitem__), "language": ("language", _same),
+    "docsBaseUrl": ("docs_base_url", lambda v: v.rstrip("/")), "serviceNamespace": ("service_namespace", _same),
+    "exemptNamespaces": ("exempt_namespaces", frozenset), "rules": ("actions", _actions),
+    "namespaceOverrides": ("namespace_overrides", lambda v: tuple(map(_override, v))),
+    "namespaceCohorts": ("namespace_cohorts", _labels), "exceptions": ("exceptions", _exceptions),
+    "securityDefaults": ("security", _security), "gpuDrivers": ("gpu_drivers", frozenset),
+    "deviceClasses": ("device_classes", _device_classes), "cohorts": ("cohorts", lambda v: tuple(map(_cohort, v))),
+    "visibleDeviceVariables": ("visible_device_variables", frozenset),
+    "platformDeviceAnnotations": ("platform_device_annotations", _strings),
+    "exclusiveLabel": ("exclusive_label", _same), "allocationLabel": ("allocation_label", _same),
+    "lookups": ("lookups", lambda v: Lookups(**_given(v, LOOKUP_FIELDS))),
+    "inTree": ("in_tree", lambda v: InTree(**_given(v, IN_TREE_FIELDS))),
+}
+
+
+# ---------------------------------------------------------------- reading files
 
 def _yaml(text: str, source: str) -> Any:
     try:
@@ -601,7 +309,7 @@ def read_document(path: str | Path) -> dict:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError([f"policy: must be a mapping, not {_type(data)}"], str(path))
+        raise ConfigError([f"policy: must be a mapping, not {type_of(data)}"], str(path))
     return data
 
 

@@ -1,4 +1,6 @@
-"""The policy configuration as frozen values. Built only by `webhook.config.load`."""
+"""The policy configuration as frozen values. Built only by `webhook.config.load`, which passes the fields a
+policy document gives: every default of the policy lives here, as a field's default (and, where it depends on the
+cohort's mechanism or the kind of sharing, in MECHANISM_DEFAULTS and SHARING_DEFAULTS)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -7,7 +9,8 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from webhook.objects.selectors import NON_GPU_DEVICE_TYPES, ClassSelectors
-from webhook.rules import Action, Rule
+from webhook.rules import DEFAULT_ACTIONS, Action, Rule
+from webhook.version import docs_base_url as release_docs_url
 
 T = TypeVar("T")
 
@@ -16,6 +19,19 @@ DRA = "dra"
 MECHANISMS = (DEVICE_PLUGIN, DRA)
 
 EMPTY: Mapping = MappingProxyType({})
+
+DEFAULT_VISIBLE_DEVICE_VARIABLES = (
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "NVIDIA_MIG_CONFIG_DEVICES",
+    "NVIDIA_MIG_MONITOR_DEVICES",
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "GPU_DEVICE_ORDINAL",
+)
+# GKE's device injection: the runtime mounts the host paths listed in `devices.gke.io/container.<name>`
+# into that container (GPUDirect-TCPX manifests use it for /dev/nvidia*), outside any allocation.
+DEFAULT_PLATFORM_DEVICE_ANNOTATIONS = ("devices.gke.io/container.",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +79,10 @@ class Sharing:
 
 @dataclass(frozen=True, slots=True)
 class Toleration:
-    key: str | None
-    operator: str
-    value: str | None
-    effect: str | None
+    key: str | None = None
+    operator: str = "Equal"
+    value: str | None = None
+    effect: str | None = None
 
     def as_dict(self) -> dict:
         out: dict = {}
@@ -142,6 +158,18 @@ class Cohort:
         return shared[0] if shared else "nvidia.com/gpu"
 
 
+# What a cohort of each mechanism has where its document says nothing; Cohort's own defaults hold for the rest.
+MECHANISM_DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
+    DEVICE_PLUGIN: MappingProxyType({"runtime_class_name": "nvidia", "resources": ("nvidia.com/gpu",)}),
+    DRA: MappingProxyType({"driver": "gpu.nvidia.com", "device_types": ("gpu",)}),
+})
+# A cohort's sharing by its document key: the device plugin always fails MPS requests for more than one replica.
+SHARING_DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
+    "timeSlicing": EMPTY,
+    "mps": MappingProxyType({"fail_requests_greater_than_one": True}),
+})
+
+
 @dataclass(frozen=True, slots=True)
 class Exception_:
     """A config-owned exception: requests matching every given selector have `rules` lifted."""
@@ -201,11 +229,11 @@ class InTree:
 class Policy:
     cohorts: tuple[Cohort, ...]
     mode: str = "enforce"  # enforce | audit
-    docs_base_url: str = ""
+    docs_base_url: str = field(default_factory=release_docs_url)  # the rule pages of the installed release
     language: str = "en"  # of the messages (webhook/locale.LANGUAGES); never read from the workload
     service_namespace: str = "gpu-admission"
     exempt_namespaces: frozenset[str] = frozenset()
-    actions: Mapping[Rule, Action] = field(default_factory=lambda: EMPTY)
+    actions: Mapping[Rule, Action] = field(default_factory=lambda: MappingProxyType(dict(DEFAULT_ACTIONS)))
     on_error: Mapping[Rule, str] = field(default_factory=lambda: EMPTY)  # "allow" | "deny" when a rule raises
     namespace_overrides: tuple[NamespaceOverride, ...] = ()
     namespace_cohorts: Mapping[str, str] = field(default_factory=lambda: EMPTY)
@@ -213,9 +241,9 @@ class Policy:
     security: SecurityDefaults = field(default_factory=SecurityDefaults)
     gpu_drivers: frozenset[str] = frozenset({"gpu.nvidia.com"})
     device_classes: Mapping[str, DeviceClassInfo] = field(default_factory=lambda: EMPTY)
-    visible_device_variables: frozenset[str] = frozenset()
+    visible_device_variables: frozenset[str] = frozenset(DEFAULT_VISIBLE_DEVICE_VARIABLES)
     # annotation key prefixes by which a platform injects host devices (device-access-bypass)
-    platform_device_annotations: tuple[str, ...] = ()
+    platform_device_annotations: tuple[str, ...] = DEFAULT_PLATFORM_DEVICE_ANNOTATIONS
     exclusive_label: str = "workload.example.com/gpu-exclusive"
     allocation_label: str = "workload.example.com/gpu-allocation"
     lookups: Lookups = field(default_factory=Lookups)

@@ -1,7 +1,12 @@
-"""The policy's JSON Schema (`policy.schema.json`): the loader validates every document with it before
-its semantic checks, the Helm chart's values.schema.json embeds it for `policy:` (written by
-`make schema`, tested equal), and editors
-read it through the `# yaml-language-server: $schema=` line of the shipped default.
+"""The policy's JSON Schema (`policy.schema.json`): the one check of a policy's structure (every field's type,
+values and shape, and the cross-field rules a schema can say). The loader validates every document with it before
+the few checks a schema cannot express, the Helm chart's values.schema.json embeds it for `policy:` (written by
+`make schema`, tested equal), and editors read it through the `# yaml-language-server: $schema=` line of the
+shipped default.
+
+A null field is absent, as Helm and the loader read it, except where null means something (a security default
+not set) or where it is a value the schema refuses (a rule's action, a node label's value); a key that may not be
+there at all (unknown, or a field of the other mechanism) is refused whatever its value.
 
 Errors are worded as the loader words its own (`cohorts[0].mechanism: must be one of device-plugin,
 dra, not 'mig'`): from the keyword that failed, or from the schema's `x-error` (any keyword),
@@ -22,9 +27,10 @@ from webhook.rules import Rule
 
 SCHEMA_PATH = Path(__file__).with_name("policy.schema.json")
 SCHEMA_URL = "https://raw.githubusercontent.com/gpu-admission/gpu-admission/main/webhook/config/policy.schema.json"
-# Keys whose null means something to the loader (a security default not set; a rule action, refused),
-# kept for the schema; elsewhere null is "absent", as the loader and Helm read it.
-_NULL_KEEPING = ("securityDefaults", "rules")
+# Keys whose null means something: a security default not set, or a value of a mapping whose keys are data (a
+# rule's action, a node label, a MIG profile's count, a resource's allocatable), which the schema refuses. Elsewhere
+# a field's null is "absent", as the loader and Helm read it.
+_NULL_KEEPING = ("securityDefaults", "rules", "nodeLabels", "profiles", "allocatable")
 _TYPE_NAMES = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
                "array": "a list", "object": "a mapping", "null": "null"}
 
@@ -34,17 +40,29 @@ def policy_schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
+# An integer is an int, as YAML and Python read one: 2.0 is a number, not a count of anything.
+_Validator = jsonschema.validators.extend(jsonschema.Draft7Validator, type_checker=jsonschema.Draft7Validator
+                                          .TYPE_CHECKER.redefine("integer", lambda _, v: type(v) is int))
+
+
 @functools.lru_cache(maxsize=1)
-def _validator() -> jsonschema.Draft7Validator:
-    return jsonschema.Draft7Validator(policy_schema())
+def _validator() -> jsonschema.protocols.Validator:
+    return _Validator(policy_schema())  # compiled once: the suite loads policies thousands of times
 
 
-def _without_nulls(data: Any, keep: bool = False) -> Any:
+def without_nulls(data: Any, keep: bool = False) -> Any:
+    """`data` with each null field dropped (absent), but under the keys whose null means something."""
     if isinstance(data, dict):
-        return {k: _without_nulls(v, keep or k in _NULL_KEEPING) for k, v in data.items() if keep or v is not None}
+        return {k: without_nulls(v, keep or k in _NULL_KEEPING) for k, v in data.items() if keep or v is not None}
     if isinstance(data, list):
-        return [_without_nulls(v, keep) for v in data]
+        return [without_nulls(v, keep) for v in data]
     return data
+
+
+def _presence(error: jsonschema.ValidationError) -> bool:
+    """An error about a key being there at all (unknown, or a field of the other mechanism): null or not."""
+    return (error.validator == "additionalProperties" and error.validator_value is False) or (
+        error.validator == "not" and error.validator_value == {})
 
 
 def _where(path) -> str:
@@ -54,7 +72,7 @@ def _where(path) -> str:
     return out
 
 
-def _type_of(value: Any) -> str:
+def type_of(value: Any) -> str:
     if value is None:
         return "null"
     return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
@@ -103,7 +121,7 @@ def _messages(error: jsonschema.ValidationError) -> list[tuple[list, str]]:
     if template:
         return [(path, _format(template, value))]
     if keyword == "type":
-        return [(path, f"must be {_type_name(error.validator_value)}, not {_type_of(value)}")]
+        return [(path, f"must be {_type_name(error.validator_value)}, not {type_of(value)}")]
     if keyword in ("enum", "const"):
         choices = error.validator_value if keyword == "enum" else [error.validator_value]
         return [(path, f"must be one of {', '.join(str(c) for c in choices if c is not None)}, not {value!r}")]
@@ -130,7 +148,11 @@ def _object_branches(schema: dict, keyword: str) -> set[int]:
 def schema_errors(data: Any) -> list[str]:
     """`field.path: reason` for each way `data` breaks the schema, sorted by field (a stable order)."""
     found: dict[str, None] = {}
-    for error in _validator().iter_errors(_without_nulls(data)):
+    document = without_nulls(data)
+    errors = list(_validator().iter_errors(document))
+    if document != data:  # a null field is absent, but a key that may not be there is refused with any value
+        errors += [e for e in _validator().iter_errors(data) if _presence(e)]
+    for error in errors:
         for path, message in _messages(error):
             found[f"{_where(path) or 'policy'}: {message}"] = None
     return sorted(found, key=lambda e: e.split(": ", 1)[0])

@@ -13,13 +13,13 @@ from webhook.intree.export import exported_rules
 from webhook.intree.mutations import mutated_rules, silent_in
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, INFRASTRUCTURE_KINDS, is_legacy_dra
-from webhook.objects.podspec import PodView, display_name, view_of
+from webhook.objects.podspec import PodView, display_name, revised_view, view_of
 from webhook.policy.checks import REGISTRY
 from webhook.policy.context import Context
 from webhook.policy.contract import Check, Target
 from webhook.policy.dra import ObjectFacts, object_facts
 from webhook.policy.draft import Draft
-from webhook.policy.gpu import GpuFacts, analyse
+from webhook.policy.gpu import GpuFacts, analyse, revised
 from webhook.policy.infra import InfraFacts, infra_facts
 from webhook.policy.messages import line, mutation_line
 from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
@@ -215,8 +215,9 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             mutated = work.root
             patch = tuple(make_patch(obj, mutated))
             if validate:
-                view = view_of(mutated, view.kind, namespace)
-                facts = analyse(view, policy, context)
+                # the mutated Pod's facts, derived from the original's (what the mutations left is shared)
+                view = revised_view(view, mutated)
+                facts = revised(facts, view, policy, context)
     if validate and plan.in_tree and operation == "CREATE" and not debug:
         # The in-tree policies match CREATE only, and see the object as mutated, as this view is now; /mutate
         # (validate off) reports no finding the coverage could lift.

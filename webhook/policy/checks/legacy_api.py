@@ -72,5 +72,5 @@ DEFINITION = Definition(
         "1.34+ apiserver."),
     checks=(
         Check(POD_SPECS, check),
-        Check(DRA_OBJECTS, check_object),
+        Check(DRA_OBJECTS, check_object),  # a DRA object's API before anything else of it (stage 0)
     ))

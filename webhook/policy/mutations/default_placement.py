@@ -74,4 +74,4 @@ DEFINITION = Definition(
     "adds the cohort's node labels and tolerations when the pod did not select the cohort itself",
     "GPU allocation",
     __doc__,
-    mutation=Mutator(mutate, stage=0))
+    mutation=Mutator(mutate, stage=0))  # where the pod runs, before how: its edits come first in the patch

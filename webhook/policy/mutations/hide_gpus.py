@@ -63,4 +63,4 @@ DEFINITION = Definition(
     "sets NVIDIA_VISIBLE_DEVICES=void on non-GPU containers of pods under the nvidia runtime",
     "GPU device access",
     __doc__,
-    mutation=Mutator(mutate, debug=debug, stage=2))
+    mutation=Mutator(mutate, debug=debug, stage=2))  # after default-runtime-class, whose RuntimeClass it reads

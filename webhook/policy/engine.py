@@ -193,7 +193,7 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
                 if not debug:
                     records = mutation.mutate(target, facts, policy, context)
                 else:
-                    assert mutation.debug is not None and added_ephemeral is not None  # plan.debug_mutations'
+                    assert mutation.debug is not None and added_ephemeral is not None  # as plan.debug_mutations hold
                     records = mutation.debug(target, facts, policy, context, added_ephemeral)
                 if mutation.withheld is not None and not debug:
                     # what it would have set but did not is said, as a warning (or at audit)

@@ -128,7 +128,7 @@ schema: $(STAMP)
 	$(BIN)/python -c 'import sys; from webhook.config.schema import main; sys.exit(main(sys.argv[1:]))' \
 		charts/gpu-admission/values.schema.json
 
-# The rules index of docs/rules/README.md, from webhook/rules.py; tests/test_rule_docs.py fails until this
+# The rules index of docs/rules/README.md, from the rules' definitions (webhook/policy/definitions.py); tests/test_rule_docs.py fails until this
 # is run after a change to a rule's entry.
 docs: $(STAMP)
 	$(BIN)/python -m tools.rule_docs docs/rules/README.md
@@ -138,7 +138,7 @@ docs: $(STAMP)
 # tests/locale/test_catalogue.py names), then compiled into the .mo the package ships and reads. The
 # creation date is dropped, so that running it again changes nothing.
 messages: $(STAMP)
-	$(BIN)/pybabel -q extract -F babel.cfg -k T -k N_ -k RuleInfo:1 --no-location --sort-output \
+	$(BIN)/pybabel -q extract -F babel.cfg -k T -k N_ -k Definition:2 --no-location --sort-output \
 		-o webhook/locale/gpu_admission.pot webhook
 	$(BIN)/pybabel -q update -i webhook/locale/gpu_admission.pot -d webhook/locale -D gpu_admission \
 		--no-fuzzy-matching --ignore-obsolete

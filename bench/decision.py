@@ -18,6 +18,14 @@ counted by a trace function: exact and repeatable, in seconds and without valgri
 one tree move by about 1,500 instructions from run to run; it does not see the work done in C (orjson,
 dict and regex internals), so a change to how much C work a call does shows only in `--instructions`.
 
+`--collector-off` (with `--instructions`) disables the garbage collector in the counted processes after their
+warm-up call: with it on, a collection that one of the two processes meets and the other not moves a count by
+tens of thousands of instructions a call at a few hundred rounds.
+
+`--instructions --one-process` runs every scenario in one process under callgrind (`--dump-before=time_sleep`
+puts each scenario's calls in a part of its own, an empty loop of as many turns is subtracted), after two warm-up
+calls each and with the collector off: the imports are counted once instead of twice per scenario.
+
 `--capacity` runs instead the scenarios of unsatisfiable-request's cost: the same pod, and a DRA pod
 using the seed's template, with the Node and ResourceSlice lookups off and on. "On" is a ClusterResolver
 whose informers hold the cluster of tests/data/inventory (six Nodes, the H200 and MIG slices), set as
@@ -76,15 +84,26 @@ def main() -> None:
                              "lifted for the objects their in-tree policies cover)")
     parser.add_argument("--bytecodes", action="store_true",
                         help="Python bytecodes and calls per call, counted by a trace function (exact, no valgrind)")
+    parser.add_argument("--collector-off", action="store_true",
+                        help="with --instructions: the counted processes run with the garbage collector disabled after "
+                             "their warm-up call (as --capacity always does), so that a collection met by one process "
+                             "and not the other does not move the count")
+    parser.add_argument("--one-process", action="store_true",
+                        help="with --instructions: all scenarios in one process under callgrind, each scenario's calls "
+                             "dumped as one part (--dump-before=time_sleep), the collector off: the imports are "
+                             "counted once, not twice per scenario (minutes, not an hour, on a loaded machine)")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # one scenario, --rounds times, nothing printed
+    parser.add_argument("--run-parts", action="store_true", help=argparse.SUPPRESS)  # run_parts
     args = parser.parse_args()
     global SCENARIOS
     if args.capacity:
         SCENARIOS = "capacity"
     elif args.in_tree:
         SCENARIOS = "in-tree"
+    if args.instructions and args.one_process:
+        return count_instructions_in_parts(args.rounds or 200)
     if args.instructions:
-        return count_instructions(args.rounds or 2000, args.capacity)
+        return count_instructions(args.rounds or 2000, args.capacity, args.collector_off)
     scenarios = make_scenarios()
     if args.bytecodes:
         print(f"{'scenario':<40} {'bytecodes/call':>15} {'calls/call':>11}   ({POD.name})")
@@ -92,9 +111,11 @@ def main() -> None:
             ops, calls = count_bytecodes(fn)
             print(f"{name:<40} {ops:>15,} {calls:>11,}")
         return
+    if args.run_parts:
+        return run_parts(scenarios, args.rounds)
     if args.run:
         fn = scenarios[args.run]
-        if args.capacity:
+        if args.capacity or args.collector_off:
             # No collection while counting: one that the longer process meets and the shorter not would
             # outweigh the difference being counted (a first count moved by 40,000 instructions a call).
             fn()
@@ -171,12 +192,13 @@ def make_scenarios() -> dict:
     }
 
 
-def _callgrind_total(scenario: str, rounds: int, out: Path, capacity: bool = False) -> int:
+def _callgrind_total(scenario: str, rounds: int, out: Path, capacity: bool = False, collector_off: bool = False) -> int:
     """Instructions of one process that runs `scenario` `rounds` times (after one warm-up call, so that
     imports and first-call caches count in both runs alike)."""
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
                     "--run", scenario, "--rounds", str(rounds), *(["--capacity"] if capacity else []),
-                    *(["--in-tree"] if SCENARIOS == "in-tree" else [])],
+                    *(["--in-tree"] if SCENARIOS == "in-tree" else []),
+                    *(["--collector-off"] if collector_off else [])],
                    check=True, capture_output=True,
                    env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(POD.parents[3])})
     summary = re.search(r"^summary: (\d+)", out.read_text(), re.M)
@@ -206,14 +228,59 @@ def count_bytecodes(fn) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
-def count_instructions(rounds: int, capacity: bool = False) -> None:
+PARTED = ("validate (all rules)", "mutate (+ JSON patch)", "mutate + validate mutated")
+
+
+def run_parts(scenarios: dict, rounds: int) -> None:
+    """Each scenario's `rounds` calls between two time.sleep(0) calls, then as many turns of an empty loop
+    (the loop's and the boundary's own cost, subtracted): under callgrind's --dump-before=time_sleep each
+    lands in a part of its own. After two warm-up calls of each, with the collector off."""
+    for name in PARTED:
+        scenarios[name]()
+        scenarios[name]()
+    gc.collect()
+    gc.disable()
+    for name in PARTED:
+        fn = scenarios[name]
+        time.sleep(0)
+        for _ in range(rounds):
+            fn()
+        time.sleep(0)
+        for _ in range(rounds):
+            pass
+    time.sleep(0)
+
+
+def count_instructions_in_parts(rounds: int) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install -y valgrind)")
+    print(f"{'scenario':<40} {'instructions/call':>18}   (callgrind, one process, {rounds} calls each, collector off, "
+          f"{POD.name})")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cg.out"
+        subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=time_sleep", f"--callgrind-out-file={out}",
+                        sys.executable, __file__, "--run-parts", "--rounds", str(rounds),
+                        *(["--in-tree"] if SCENARIOS == "in-tree" else [])],
+                       check=True, capture_output=True,
+                       env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(POD.parents[3])})
+        parts = []
+        for f in sorted(Path(tmp).glob("cg.out.*"), key=lambda f: int(f.name.rsplit(".", 1)[1])):
+            found = re.search(r"^(?:summary|totals): (\d+)", f.read_text(), re.M)
+            parts.append(int(found.group(1)) if found else 0)
+    # parts: imports and warm-up, then per scenario its calls and the empty loop
+    for i, name in enumerate(PARTED):
+        calls, empty = parts[1 + 2 * i], parts[2 + 2 * i]
+        print(f"{name:<40} {(calls - empty) / rounds:>18,.0f}")
+
+
+def count_instructions(rounds: int, capacity: bool = False, collector_off: bool = False) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (apt-get install -y valgrind)")
     print(f"{'scenario':<40} {'instructions/call':>18}   (callgrind, {rounds} calls minus 1, {POD.name})")
     with tempfile.TemporaryDirectory() as tmp:
         for name in make_scenarios():
-            many = _callgrind_total(name, rounds + 1, Path(tmp) / "many.out", capacity)
-            one = _callgrind_total(name, 1, Path(tmp) / "one.out", capacity)
+            many = _callgrind_total(name, rounds + 1, Path(tmp) / "many.out", capacity, collector_off)
+            one = _callgrind_total(name, 1, Path(tmp) / "one.out", capacity, collector_off)
             print(f"{name:<40} {(many - one) / rounds:>18,.0f}")
 
 

@@ -1,5 +1,5 @@
-"""Everything derived from the rule list (webhook/rules.py) is the rule list's: the docs index, a page per
-rule with its kind and default action, the docs link every message ends with."""
+"""Everything derived from the rules' definitions (webhook/policy/definitions.py) is theirs: the docs index, a
+page per rule with its kind and default action, the docs link every message ends with."""
 from __future__ import annotations
 
 import re
@@ -9,7 +9,8 @@ import pytest
 from tests.support import REPO
 from tools.rule_docs import with_index
 from webhook.config import default_policy
-from webhook.rules import RULES, Rule
+from webhook.policy.definitions import BY_RULE
+from webhook.rules import Rule
 
 RULE_DOCS = REPO / "docs" / "rules"
 
@@ -27,7 +28,7 @@ def test_every_rule_has_a_page_and_every_page_a_rule():
 @pytest.mark.parametrize("rule", list(Rule), ids=str)
 def test_a_rule_s_page_states_its_kind_and_default_action(rule):
     text = (RULE_DOCS / f"{rule.value}.md").read_text(encoding="utf-8")
-    info = RULES[rule]
+    info = BY_RULE[rule]
     assert text.startswith(f"# {rule.value}\n")
     assert re.search(r"^\| Kind \| (\w+) \|$", text, re.M).group(1) == ("mutation" if info.mutation else "validation")
     assert re.search(r"^\| Default action \| `(\w+)`", text, re.M).group(1) == info.default.value
@@ -42,7 +43,7 @@ def test_the_docs_link_names_the_rule_s_page(rule):
 def test_a_rule_s_japanese_page_states_its_kind_and_default_action(rule):
     """docs/rules/ja/<rule>.md, which the Japanese messages link to, says what the English page says of it."""
     text = (RULE_DOCS / "ja" / f"{rule.value}.md").read_text(encoding="utf-8")
-    info = RULES[rule]
+    info = BY_RULE[rule]
     assert text.startswith(f"# {rule.value}\n")
     assert re.search(r"^\| 種類 \| (\w+) ", text, re.M).group(1) == ("mutation" if info.mutation else "validation")
     assert re.search(r"^\| 既定のアクション \| `(\w+)`", text, re.M).group(1) == info.default.value

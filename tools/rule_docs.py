@@ -1,5 +1,5 @@
-"""The rules index of docs/rules/README.md, written from webhook/rules.py (`make docs`);
-tests/test_rule_docs.py fails until this is run after a change to a rule's entry.
+"""The rules index of docs/rules/README.md, written from the rules' definitions (webhook/policy/definitions.py,
+`make docs`); tests/test_rule_docs.py fails until this is run after a change to a rule's definition.
 
     .venv/bin/python -m tools.rule_docs docs/rules/README.md
 """
@@ -8,17 +8,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from webhook.rules import RULES
+from webhook.policy.definitions import DEFINITIONS
 
-BEGIN = "<!-- index: written by `make docs` from webhook/rules.py -->"
+BEGIN = "<!-- index: written by `make docs` from the rules' definitions -->"
 END = "<!-- end of index -->"
 
 
 def index() -> str:
     lines = ["| Rule | Kind | Default action | Summary |", "| --- | --- | --- | --- |"]
-    for rule, info in RULES.items():
-        kind = "mutation" if info.mutation else "validation"
-        lines.append(f"| [`{rule.value}`]({rule.value}.md) | {kind} | `{info.default.value}` | {info.summary} |")
+    for d in DEFINITIONS:
+        kind = "mutation" if d.mutation else "validation"
+        lines.append(f"| [`{d.rule.value}`]({d.rule.value}.md) | {kind} | `{d.default.value}` | {d.summary} |")
     return "\n".join(lines)
 
 

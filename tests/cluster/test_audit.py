@@ -17,7 +17,8 @@ from webhook.audit.listing import AUDITED, list_cluster
 from webhook.audit.progress import Progress
 from webhook.cli.main import main
 from webhook.config.load import DEFAULT_PATH
-from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
+from webhook.policy.definitions import CATEGORIES, GENERAL_CATEGORY
+from webhook.rules import Action, Rule
 from webhook.text import columns
 
 from .conftest import REAL_MANIFESTS, SEED

@@ -12,10 +12,11 @@ from webhook.audit.listing import ListFailure
 from webhook.audit.pending import Pending
 from webhook.audit.policyreport import build_reports, object_results, pending_result
 from webhook.lookups.resources import DEVICE_CLASSES, ApiResource
+from webhook.policy.definitions import CATEGORIES, GENERAL_CATEGORY
 from webhook.policy.explain import Explanation, render_text
 from webhook.policy.messages import T
 from webhook.policy.results import Evaluation, RuleError, Violation
-from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
+from webhook.rules import Action, Rule
 
 NOW = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.UTC)
 TS = {"seconds": int(NOW.timestamp()), "nanos": 0}

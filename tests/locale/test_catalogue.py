@@ -18,7 +18,7 @@ from webhook.policy.messages import T, Text, names, render
 REPO = Path(__file__).resolve().parents[2]
 LOCALE = REPO / "webhook" / "locale"
 TRANSLATED = [lang for lang in LANGUAGES if lang != "en"]
-KEYWORDS = {"T": None, "N_": None, "RuleInfo": (1,)}  # as `make messages` extracts (-k T -k N_ -k RuleInfo:1)
+KEYWORDS = {"T": None, "N_": None, "Definition": (2,)}  # as `make messages` extracts (-k T -k N_ -k Definition:2)
 
 
 def _source_msgids() -> set[str]:

@@ -14,8 +14,8 @@ from tests.support import GOLDEN, GOLDEN_RULES, REPO
 from webhook.cli.main import main
 from webhook.config import default_policy, parse_policy
 from webhook.locale import LANGUAGES
+from webhook.policy.definitions import REASONS
 from webhook.policy.messages import render
-from webhook.policy.reasons import REASONS
 from webhook.rules import VALIDATIONS, Rule
 from webhook.version import REPOSITORY, docs_base_url, docs_ref
 

@@ -107,7 +107,8 @@ def _broken_rule(*args, **kwargs):
 ])
 def test_a_rule_that_raises_is_logged_with_its_id_and_answered_per_on_error(
         apiserver_for, monkeypatch, caplog, overrides, allowed):
-    monkeypatch.setattr(visible_devices_override, "check", _broken_rule)  # a bug in one rule
+    (check,) = visible_devices_override.DEFINITION.checks
+    monkeypatch.setattr(check, "run", _broken_rule)  # a bug in one rule
     result = apiserver_for(overrides).admit(POD)
     assert result.validate.allowed is allowed
     if allowed:

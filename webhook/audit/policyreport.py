@@ -30,9 +30,10 @@ from webhook.lookups.resources import (
     POLICY_REPORTS,
     ApiResource,
 )
+from webhook.policy.definitions import CATEGORIES, GENERAL_CATEGORY
 from webhook.policy.explain import render_text
 from webhook.policy.messages import T, render, skip_reason
-from webhook.rules import CATEGORIES, GENERAL_CATEGORY, Action, Rule
+from webhook.rules import Action, Rule
 
 POLICY = "gpu-admission"
 REPORT_NAME = "gpu-admission"

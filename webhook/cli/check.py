@@ -23,8 +23,8 @@ from webhook.cli.common import (
 from webhook.cli.lines import LineFinder
 from webhook.cli.report import JSON_FORMAT_VERSION, result_dict, summary, text_block
 from webhook.cli.subjects import Subject, warned
+from webhook.policy.definitions import REASONS
 from webhook.policy.messages import T, render
-from webhook.policy.reasons import REASONS
 from webhook.rules import Rule
 
 STDIN = "<stdin>"

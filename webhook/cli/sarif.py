@@ -10,9 +10,9 @@ from urllib.parse import quote
 
 from webhook.cli.subjects import Subject, default_level, level
 from webhook.config.model import Policy
+from webhook.policy.definitions import REASONS, SUMMARIES
 from webhook.policy.messages import T, Text, render
-from webhook.policy.reasons import REASONS
-from webhook.rules import SUMMARIES, Rule
+from webhook.rules import Rule
 from webhook.version import package_version
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

@@ -72,13 +72,7 @@ def pod_view(obj: dict[str, Any], kind: str, namespace: str) -> PodView | None:
 
 def view_of(obj: dict[str, Any], info: KindInfo, namespace: str) -> PodView:
     """The pod view of an object of `info`'s kind, which has a pod spec."""
-    node: Any = obj  # Any: a node on the way may be absent (an empty mapping) or of another type
-    parent: Any = obj
-    for key in info.pod_spec_path or ():
-        parent = node
-        node = as_dict(node.get(key)) if type(node) is dict else {}
-    spec = node if type(node) is dict else {}
-    meta = as_dict(obj.get("metadata")) if info.kind == "Pod" else as_dict(parent.get("metadata"))
+    spec, meta = _locate(obj, info)
     prefix = ".".join(info.pod_spec_path or ())
     containers = []
     for section, plain in SECTIONS:
@@ -86,24 +80,61 @@ def view_of(obj: dict[str, Any], info: KindInfo, namespace: str) -> PodView:
         if type(listed) is not list:
             continue
         for i, c in enumerate(listed):
-            if type(c) is not dict:
-                continue
-            name = c.get("name")
-            if type(name) is not str or not name:
-                name = f"#{i}"
-            if section == "initContainers" and c.get("restartPolicy") == "Always":
-                word = SIDECAR
-            else:
-                word = plain
-            get = c.get
-            resources, env, env_from, security, mounts = (
-                get("resources"), get("env"), get("envFrom"), get("securityContext"), get("volumeMounts"))
-            containers.append(Container(
-                name, f'{word} "{name}"', f"{prefix}.{section}[{i}]", c, section, i,
-                resources if type(resources) is dict else NO_DICT, env if type(env) is list else NO_LIST,
-                env_from if type(env_from) is list else NO_LIST, security if type(security) is dict else NO_DICT,
-                mounts if type(mounts) is list else NO_LIST))
+            if type(c) is dict:
+                containers.append(_container(c, section, plain, i, prefix))
     return PodView(info, namespace, display_name(obj), obj, spec, meta, prefix, tuple(containers))
+
+
+def revised_view(view: PodView, obj: dict[str, Any]) -> PodView:
+    """The view of `obj`, a copy-on-write revision of `view.obj` (a mutated Pod: every dict it did not
+    change is the original's object): what view_of gives, reusing each Container whose dict is the same
+    object at the same place, so the mutated Pod is not read again."""
+    info = view.kind
+    spec, meta = _locate(obj, info)
+    if spec is view.spec:
+        return PodView(info, view.namespace, view.name if meta is view.meta else display_name(obj), obj, spec, meta,
+                       view.prefix, view.containers)
+    before = {id(c.raw): c for c in view.containers}
+    prefix = view.prefix
+    containers = []
+    for section, plain in SECTIONS:
+        listed = spec.get(section)
+        if type(listed) is not list:
+            continue
+        for i, c in enumerate(listed):
+            if type(c) is dict:
+                kept = before.get(id(c))
+                containers.append(kept if kept is not None and kept.position == i and kept.section == section
+                                  else _container(c, section, plain, i, prefix))
+    return PodView(info, view.namespace, view.name if meta is view.meta else display_name(obj), obj, spec, meta,
+                   prefix, tuple(containers))
+
+
+def _locate(obj: dict[str, Any], info: KindInfo) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """(the pod spec, the pod's metadata) of an object of `info`'s kind; empty where absent."""
+    node: Any = obj  # Any: a node on the way may be absent (an empty mapping) or of another type
+    parent: Any = obj
+    for key in info.pod_spec_path or ():
+        parent = node
+        node = as_dict(node.get(key)) if type(node) is dict else {}
+    spec = node if type(node) is dict else {}
+    meta = as_dict(obj.get("metadata")) if info.kind == "Pod" else as_dict(parent.get("metadata"))
+    return spec, meta
+
+
+def _container(c: dict[str, Any], section: str, plain: str, i: int, prefix: str) -> Container:
+    name = c.get("name")
+    if type(name) is not str or not name:
+        name = f"#{i}"
+    word = SIDECAR if section == "initContainers" and c.get("restartPolicy") == "Always" else plain
+    get = c.get
+    resources, env, env_from, security, mounts = (
+        get("resources"), get("env"), get("envFrom"), get("securityContext"), get("volumeMounts"))
+    return Container(
+        name, f'{word} "{name}"', f"{prefix}.{section}[{i}]", c, section, i,
+        resources if type(resources) is dict else NO_DICT, env if type(env) is list else NO_LIST,
+        env_from if type(env_from) is list else NO_LIST, security if type(security) is dict else NO_DICT,
+        mounts if type(mounts) is list else NO_LIST)
 
 
 def claim_reference(entry: Mapping[str, Any]) -> tuple[str | None, str | None, bool]:

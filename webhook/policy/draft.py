@@ -18,13 +18,17 @@ class Draft:
         """The draft's own container at `path`, copying each container on the way once; created empty (of
         type `create`) where absent or of another type. Later calls for the same path return the same node."""
         node = self._nodes.get(path)
-        if node is not None:
-            return node
+        return node if node is not None else self._own(path, create)
+
+    def _own(self, path: tuple[str | int, ...], create: Any) -> Any:
         if not path:
             node = self.root = dict(self.root)
         else:
             key: Any = path[-1]
-            parent = self.node(*path[:-1], create=list if type(key) is int else dict)
+            up = path[:-1]
+            parent = self._nodes.get(up)
+            if parent is None:
+                parent = self._own(up, list if type(key) is int else dict)
             child: Any
             if type(parent) is dict:
                 child = parent.get(key)

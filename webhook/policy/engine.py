@@ -4,30 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.kinds import BY_KIND, INFRASTRUCTURE_KINDS, is_legacy_dra
-from webhook.objects.podspec import PodView, display_name, view_of
-from webhook.policy.checks import REGISTRY
+from webhook.objects.podspec import PodView, display_name, revised_view, view_of
 from webhook.policy.context import Context
-from webhook.policy.contract import Check, Target
+from webhook.policy.contract import Check, Mutator, Target
 from webhook.policy.coverage import claim_covered, covered, exported_rules, mutated_rules, silent_in
+from webhook.policy.definitions import CHECKS, MUTATIONS
 from webhook.policy.dra import ObjectFacts, object_facts
 from webhook.policy.draft import Draft
-from webhook.policy.gpu import GpuFacts, analyse
+from webhook.policy.gpu import GpuFacts, analyse, revised
 from webhook.policy.infra import InfraFacts, infra_facts
 from webhook.policy.messages import line, mutation_line
-from webhook.policy.mutations import default_placement, default_runtime_class, default_security_context, hide_gpus
 from webhook.policy.patch import make_patch
 from webhook.policy.phase import Phase
 from webhook.policy.results import Evaluation, Finding, Mutation, RuleError, Violation
 from webhook.rules import Action, Rule
 
-# Order matters: placement and runtime class first, so hide-gpus sees the runtime class that will run.
-MUTATIONS = (default_placement, default_runtime_class, default_security_context, hide_gpus)
 LEGACY_CLUSTER_KINDS = frozenset({"ResourceClass"})  # v1alpha2, cluster-scoped like DeviceClass
+_first = itemgetter(0)
 _STRENGTH = {Action.OFF: 0, Action.AUDIT: 1, Action.WARN: 2, Action.ENFORCE: 3}
 
 
@@ -84,22 +83,23 @@ class _Plan(NamedTuple):
     dry_run: bool
     language: str  # of the messages: the policy's, or the namespace override's
     actions: Mapping[Rule, Action]
-    checks: Mapping[Target, tuple[Check, ...]]  # the REGISTRY's checks whose action is not off, by target
-    mutations: tuple[Any, ...]  # the MUTATIONS whose action is not off
+    checks: Mapping[Target, tuple[tuple[Rule, Check], ...]]  # the checks whose action is not off, by target
+    mutations: tuple[tuple[Rule, Mutator], ...]  # the mutations whose action is not off, in the order they run
+    debug_mutations: tuple[tuple[Rule, Mutator], ...]  # those of them that edit a `kubectl debug` update
     in_tree: frozenset[Rule]  # rules the apiserver's own policies decide, for the objects they cover
     in_tree_mutations: frozenset[Rule]  # mutations the apiserver's own policies apply, for the Pods they cover
 
 
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
     (mode, actions), language = policy.settings_for(namespace), policy.language_for(namespace)
-    checks = {t: tuple(c for c in REGISTRY if t in c.applies_to and actions[c.rule] is not Action.OFF)
-              for t in Target}
+    checks = {t: tuple((r, c) for r, c in CHECKS[t] if actions[r] is not Action.OFF) for t in Target}
+    mutations = tuple((d.rule, d.mutation) for d in MUTATIONS if d.mutation and actions[d.rule] is not Action.OFF)
     in_tree = policy.derived(exported_rules) if policy.in_tree.validation and not policy.is_exempt(namespace) \
         else frozenset()
     in_tree_mutations = frozenset(r for r in policy.derived(mutated_rules) if silent_in(policy, r, namespace)) \
         if policy.in_tree.mutation and not policy.is_exempt(namespace) else frozenset()
-    return _Plan(mode == "audit", language, actions, checks,
-                 tuple(m for m in MUTATIONS if actions[m.RULE] is not Action.OFF), in_tree, in_tree_mutations)
+    return _Plan(mode == "audit", language, actions, checks, mutations,
+                 tuple((r, m) for r, m in mutations if m.debug is not None), in_tree, in_tree_mutations)
 
 
 def _plan(policy: Policy, namespace: str) -> _Plan:
@@ -148,21 +148,20 @@ def _violations(found: list[tuple[Rule, Finding]], subject: str, plan: _Plan,
     return out
 
 
-def _run_checks(checks: tuple[Check, ...], facts: GpuFacts | ObjectFacts | InfraFacts, context: Context, policy: Policy,
-                lifted: frozenset[Rule], errors: list[RuleError]) -> list[tuple[Rule, Finding]]:
+def _run_checks(checks: tuple[tuple[Rule, Check], ...], facts: GpuFacts | ObjectFacts | InfraFacts, context: Context,
+                policy: Policy, lifted: frozenset[Rule], errors: list[RuleError]) -> list[tuple[Rule, Finding]]:
     """Every check, pod spec's or DRA object's, runs here: one that raises is recorded with what its
     onError decides, and the decision goes on without it."""
     findings: list[tuple[Rule, Finding]] = []
-    for check in checks:
-        if lifted and check.rule in lifted:
+    for rule, check in checks:
+        if lifted and rule in lifted:
             continue
         try:
-            found = getattr(check.module, check.function)(facts, context, policy)
+            found = check.run(facts, context, policy)
         except Exception as exc:  # one broken rule must not take the decision down with it
-            errors.append(_failed(check.rule, exc, policy))
+            errors.append(_failed(rule, exc, policy))
             continue
         if found:
-            rule = check.rule
             findings.extend((rule, f) for f in found)
     return findings
 
@@ -182,29 +181,30 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
     debug = added_ephemeral is not None
     if mutate and view.kind.mutated and (operation == "CREATE" or debug) and not infrastructure_only:
         work = Draft(obj)
-        # A debug container's update may change nothing else: only hide-gpus, on the added containers.
-        for mutation in plan.mutations if not debug else [m for m in plan.mutations if m is hide_gpus]:
-            rule = mutation.RULE
+        # A debug container's update may change nothing else: only the mutations that edit the added containers.
+        for rule, mutation in plan.mutations if not debug else plan.debug_mutations:
             if rule in lifted or (rule in plan.in_tree_mutations and covered(frozenset({rule}), view, policy)):
                 continue  # excepted, or already applied by the apiserver's MutatingAdmissionPolicy
             action = actions[rule]
             apply = not dry_run and action is not Action.AUDIT
             target = work if apply or dry_run else Draft(work.root)
             try:
-                records = mutation.mutate(target, facts, policy, context) if not debug else \
-                    hide_gpus.mutate(target, facts, policy, context, ephemeral=added_ephemeral)
-                # RuntimeClasses known (lookups on): what default-runtime-class withheld is said (tested first:
-                # None on the webhook's usual path, one attribute read per mutation)
-                if context.runtime_classes is not None and mutation is default_runtime_class and not debug:
+                if not debug:
+                    records = mutation.mutate(target, facts, policy, context)
+                else:
+                    assert mutation.debug is not None and added_ephemeral is not None  # as plan.debug_mutations hold
+                    records = mutation.debug(target, facts, policy, context, added_ephemeral)
+                if mutation.withheld is not None and not debug:
+                    # what it would have set but did not is said, as a warning (or at audit)
                     reported.extend(
                         Violation(rule, Action.AUDIT if action is Action.AUDIT else Action.WARN, f.path,
                                   line(policy, rule, view.subject, f.what, f.why, f.fix, plan.language))
-                        for f in default_runtime_class.withheld(facts, policy, context))
+                        for f in mutation.withheld(facts, policy, context))
             except Exception as exc:
                 errors.append(_failed(rule, exc, policy, deniable=False))  # /mutate never denies
                 continue
             if records:
-                mutations.append(Mutation(rule, action, tuple(path for path, _ in records), apply))
+                mutations.append(Mutation(rule, action, tuple(map(_first, records)), apply))
             if not apply or action is Action.WARN:
                 reported.extend(
                     Violation(rule, action, path,
@@ -214,8 +214,9 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
             mutated = work.root
             patch = tuple(make_patch(obj, mutated))
             if validate:
-                view = view_of(mutated, view.kind, namespace)
-                facts = analyse(view, policy, context)
+                # the mutated Pod's facts, derived from the original's (what the mutations left is shared)
+                view = revised_view(view, mutated)
+                facts = revised(facts, view, policy, context)
     if validate and plan.in_tree and operation == "CREATE" and not debug:
         # The in-tree policies match CREATE only, and see the object as mutated, as this view is now; /mutate
         # (validate off) reports no finding the coverage could lift.

@@ -2,7 +2,7 @@
 Computed once per decision and read by every check."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from webhook.config.model import DEVICE_PLUGIN, DRA, DeviceClassInfo, Policy
 from webhook.objects.access import NO_DICT, as_dict, as_list, as_str, quantity
@@ -82,6 +82,9 @@ class GpuFacts:
     gpu_claims: tuple[ClaimUse, ...]  # the claims with GPU requests
     mechanisms: frozenset[str]  # DEVICE_PLUGIN and/or DRA: how the pod asks for GPUs
     is_gpu: bool  # it asks for GPUs at all
+    # Some resource's mechanism was read from the cohort chosen: a name that both the device plugin and a
+    # DRA DeviceClass's extendedResourceName serve (KEP-5004). The facts of a revision then depend on its choice.
+    by_cohort: bool = False
 
     def gpu_containers(self) -> frozenset[str]:
         """Names of containers that get a GPU: by a resource, or by a GPU claim they reference."""
@@ -136,17 +139,14 @@ def _device_plugin_cohort(policy: Policy, excluded: tuple[str, ...]) -> bool:
 
 
 def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
-    choice = cohorts.from_selectors(view, policy)
+    choice = _bound(view, policy, context)
     excluded = choice.excluded
-    if choice.cohort is None and not choice.conflict:
-        by_namespace = cohorts.from_namespace(view, policy, context, excluded)
-        if by_namespace.cohort is not None:
-            choice = by_namespace
     target = choice.cohort
     device_plugin: list[ResourceUse] = []
     dra: list[ResourceUse] = []
     other: list[ResourceUse] = []
     unknown: list[ResourceUse] = []
+    by_cohort = False
     extended = context.extended
     for c in view.containers:
         resources = c.resources
@@ -174,12 +174,16 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
                 # KEP-5004: a DeviceClass's extendedResourceName lets DRA serve a plain resource; which
                 # mechanism the name means then depends on the cohort the pod is bound for.
                 # A name the device plugin never advertises (e.g. example.com/gpu) means DRA wherever it is served.
-                if served is not None and policy.selects_gpus(served) and (
-                    not is_gpu_resource(name) or (target is not None and target.mechanism == DRA)
-                    or (target is None and not _device_plugin_cohort(policy, excluded))
-                ):
-                    dra.append(ResourceUse(c, name, count, path, served))
-                elif is_gpu_resource(name):
+                if served is not None and policy.selects_gpus(served):
+                    if not is_gpu_resource(name):
+                        dra.append(ResourceUse(c, name, count, path, served))
+                        continue
+                    by_cohort = True
+                    if (target is not None and target.mechanism == DRA) or \
+                            (target is None and not _device_plugin_cohort(policy, excluded)):
+                        dra.append(ResourceUse(c, name, count, path, served))
+                        continue
+                if is_gpu_resource(name):
                     device_plugin.append(ResourceUse(c, name, count, path))
                 elif name.startswith("nvidia.com/"):
                     other.append(ResourceUse(c, name, count, path))
@@ -189,13 +193,70 @@ def analyse(view: PodView, policy: Policy, context: Context) -> GpuFacts:
         mechanisms = _BOTH if dra or gpu_claims else _DEVICE_PLUGIN_ONLY
     else:
         mechanisms = _DRA_ONLY if dra or gpu_claims else _NEITHER
-    if target is None and not choice.conflict:
-        inferred = cohorts.inferred(mechanisms, policy, excluded)
+    return GpuFacts(view, tuple(device_plugin), tuple(dra), tuple(other), claims, _settled(choice, mechanisms, policy),
+                    tuple(unknown), gpu_claims, mechanisms, bool(mechanisms), by_cohort)
+
+
+def revised(facts: GpuFacts, view: PodView, policy: Policy, context: Context) -> GpuFacts:
+    """The facts of `view`, a copy-on-write revision of `facts.view` (the mutated Pod, seen through
+    podspec.revised_view), equal to `analyse(view, ...)` at a fraction of its cost. Mutations set
+    runtimeClassName, securityContext, node selection, tolerations and env, never a resource or a claim:
+    the resources and claims are kept (their containers swapped for the revision's), and the cohort is
+    chosen again, since default-placement changes the node selection. The view is analysed again where that
+    does not hold: a container's resources, name or place, or the pod's resourceClaims, are not the same
+    objects as before, or a resource's mechanism was read from the cohort chosen (`by_cohort`)."""
+    before = facts.view
+    if facts.by_cohort or len(view.containers) != len(before.containers) or \
+            view.spec.get("resourceClaims") is not before.spec.get("resourceClaims"):
+        return analyse(view, policy, context)
+    swapped: dict[int, Container] = {}
+    for new, old in zip(view.containers, before.containers):
+        if new is not old:
+            if new.resources is not old.resources or new.path != old.path or new.name != old.name:
+                return analyse(view, policy, context)
+            swapped[id(old)] = new
+    choice = _settled(_bound(view, policy, context), facts.mechanisms, policy)
+    if not swapped:
+        return GpuFacts(view, facts.device_plugin, facts.dra_resources, facts.other_nvidia, facts.claims, choice,
+                        facts.unknown_classes, facts.gpu_claims, facts.mechanisms, facts.is_gpu, False)
+    claims = tuple(_swap_claim(c, swapped) for c in facts.claims) if facts.claims else ()
+    gpu_claims = tuple(c for c in claims if c.gpu_requests) if claims else ()
+    return GpuFacts(view, _swap(facts.device_plugin, swapped), _swap(facts.dra_resources, swapped),
+                    _swap(facts.other_nvidia, swapped), claims, choice, _swap(facts.unknown_classes, swapped),
+                    gpu_claims, facts.mechanisms, facts.is_gpu, False)
+
+
+def _swap(uses: tuple[ResourceUse, ...], swapped: dict[int, Container]) -> tuple[ResourceUse, ...]:
+    if not uses:
+        return uses
+    return tuple(ResourceUse(swapped.get(id(u.container), u.container), u.resource, u.amount, u.path, u.device_class)
+                 for u in uses)
+
+
+def _swap_claim(claim: ClaimUse, swapped: dict[int, Container]) -> ClaimUse:
+    if not any(id(c) in swapped for c in claim.containers):
+        return claim
+    return replace(claim, containers=tuple(swapped.get(id(c), c) for c in claim.containers))
+
+
+def _bound(view: PodView, policy: Policy, context: Context) -> CohortChoice:
+    """The cohort the pod's node selection binds it to, else its namespace's (before inference)."""
+    choice = cohorts.from_selectors(view, policy)
+    if choice.cohort is None and not choice.conflict:
+        by_namespace = cohorts.from_namespace(view, policy, context, choice.excluded)
+        if by_namespace.cohort is not None:
+            return by_namespace
+    return choice
+
+
+def _settled(choice: CohortChoice, mechanisms: frozenset[str], policy: Policy) -> CohortChoice:
+    """The choice given how the pod asks for GPUs: inferred from its one mechanism where nothing binds it."""
+    if choice.cohort is None and not choice.conflict:
+        inferred = cohorts.inferred(mechanisms, policy, choice.excluded)
         if inferred.cohort is not None:
-            choice = inferred
+            return inferred
     elif choice.source == cohorts.NAMESPACE and not mechanisms:
         # A namespace default says which cohort the namespace's GPU pods use; a pod that asks for no GPU
         # is bound for none (placing it would put CPU work on GPU nodes).
-        choice = cohorts.NONE
-    return GpuFacts(view, tuple(device_plugin), tuple(dra), tuple(other), claims, choice, tuple(unknown), gpu_claims,
-                    mechanisms, bool(mechanisms))
+        return cohorts.NONE
+    return choice

@@ -12,10 +12,11 @@ from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.owners import owners
 from webhook.policy.cohorts import AFFINITY_PATH, node_selection
 from webhook.policy.context import Context
+from webhook.policy.contract import DEVICE_CLASSES, INFRASTRUCTURE, TEMPLATES, Check, Definition
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.infra import InfraFacts, is_gpu_pod, labels_of, node_cohort, pod_name
-from webhook.policy.messages import Arg, T, Text, lookup_reason, names, quoted
+from webhook.policy.messages import N_, Arg, T, Text, lookup_reason, names, quoted
 from webhook.policy.results import Finding
 from webhook.rules import Action, Rule
 
@@ -298,3 +299,21 @@ def _pods(pods: list[str]) -> Arg:
     if len(pods) > MAX_NAMED_PODS:
         return T("{pods} and {count} more", pods=", ".join(shown), count=len(pods) - MAX_NAMED_PODS)
     return names(shown)
+
+
+DEFINITION = Definition(
+    RULE,
+    "GPU infrastructure that gives a node a second allocation owner: owner DaemonSets reaching another "
+    "cohort, GPU Operator objects that clash, DeviceClasses sharing an extended resource, nodes moved "
+    "between cohorts",
+    "GPU infrastructure",
+    __doc__,
+    reason=N_(
+        "Every other rule trusts the policy's picture of the cohorts: each GPU node has exactly one allocation "
+        "owner. A second owner reaching the same nodes advertises the same GPUs twice, pods get GPUs that "
+        "another owner also hands out, and NVIDIA's charts and the GPU Operator refuse it only after the fact."),
+    checks=(
+        Check(TEMPLATES, check),
+        Check(DEVICE_CLASSES, check_object),
+        Check(INFRASTRUCTURE, check_object),
+    ))

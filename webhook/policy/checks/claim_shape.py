@@ -1,7 +1,20 @@
+"""claim-shape: GPU claims that the scheduler must not be asked for. On a ResourceClaim or
+ResourceClaimTemplate, for each request (and `firstAvailable` alternative) whose DeviceClass is a GPU
+driver's:
+
+- `allocationMode: All` (every GPU of a node, however many there are);
+- a `count` above the cohort's `maxDevicesPerClaim`, or, when no single request is over it, the claim's
+  total above it (a `firstAvailable` request counts its largest alternative);
+- `adminAccess: true` outside the cohort's `adminAccessNamespaces` (access to GPUs in use by others);
+
+and for every request, GPU or not, in the `v1`/`v1beta2` shape with neither `exactly` nor
+`firstAvailable`. The claim's cohort is its namespace's DRA cohort, else the policy's only one; with none,
+the count is not checked."""
 from webhook.config.model import Policy
 from webhook.policy.context import Context
+from webhook.policy.contract import CLAIMS, Check, Definition
 from webhook.policy.dra import ObjectFacts
-from webhook.policy.messages import T
+from webhook.policy.messages import N_, T
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -67,3 +80,17 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
                 fix=T("put deviceClassName, allocationMode and count under exactly (or list firstAvailable "
                       "alternatives)")))
     return out
+
+
+DEFINITION = Definition(
+    RULE,
+    "GPU claims with allocationMode All, too many devices, adminAccess, or no exactly/firstAvailable",
+    "DRA claims",
+    __doc__,
+    reason=N_(
+        "allocationMode All takes every matching GPU of a node, large counts monopolise nodes, and adminAccess "
+        "reaches devices already allocated to other workloads; a resource.k8s.io/v1 request must also say what "
+        "it asks for under exactly or firstAvailable."),
+    checks=(
+        Check(CLAIMS, check_object, stage=1),  # a DRA object's shape, after its API
+    ))

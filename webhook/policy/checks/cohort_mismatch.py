@@ -1,8 +1,21 @@
+"""cohort-mismatch: a pod bound for a cohort that cannot give it the GPUs it asks for, or
+for no node at all. Node selection is read as the scheduler reads it (required affinity an OR of terms,
+each ANDed with nodeSelector; webhook/policy/cohorts.py):
+
+- the selection is contradictory and names cohorts: two or more that every term needs at once, or one
+  whose nodes another of its entries rules out (any pod, GPU or not);
+- every term admits only the nodes of cohorts that do not run the pod's mechanism;
+- the cohort chosen by node selection or by the namespace's default runs the other mechanism: a
+  device-plugin resource bound for a DRA cohort, a GPU claim or DRA-served resource bound for a
+  device-plugin cohort.
+
+An inferred cohort (the only one running the pod's mechanism) never mismatches."""
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
 from webhook.policy.cohorts import INFERRED, CohortChoice
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import Arg, T, Text, names, quoted, who
+from webhook.policy.messages import N_, Arg, T, Text, names, quoted, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -25,10 +38,10 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         out = []
         if DEVICE_PLUGIN not in running and facts.device_plugin:
             out += _mechanism(facts, next((c for c in admitted if c.mechanism == DRA), admitted[0]), where, policy,
-                              device_plugin=True)
+                              several=True, device_plugin=True)
         if DRA not in running and (facts.gpu_claims or facts.dra_resources):
             out += _mechanism(facts, next((c for c in admitted if c.mechanism == DEVICE_PLUGIN), admitted[0]), where,
-                              policy, dra=True)
+                              policy, several=True, dra=True)
         return out
     if choice.source == INFERRED:
         return []
@@ -69,10 +82,10 @@ def _conflict(facts: GpuFacts, choice: CohortChoice, policy: Policy) -> list[Fin
         fix=T("select the nodes of one cohort only (label {label})", label=policy.allocation_label))]
 
 
-def _mechanism(facts: GpuFacts, cohort: Cohort, where: Text, policy: Policy, *, device_plugin: bool = False,
-               dra: bool = False) -> list[Finding]:
-    """GPUs asked for by a mechanism that the cohort(s) the pod is bound for do not run; `cohort` gives the fix."""
-    several = where.msgid.startswith("the cohorts")
+def _mechanism(facts: GpuFacts, cohort: Cohort, where: Text, policy: Policy, *, several: bool = False,
+               device_plugin: bool = False, dra: bool = False) -> list[Finding]:
+    """GPUs asked for by a mechanism that the cohort(s) the pod is bound for do not run (`several`: the pod is
+    bound for several cohorts' nodes, `where` names them); `cohort` gives the fix."""
     out = []
     if device_plugin:
         for use in facts.device_plugin:
@@ -125,3 +138,17 @@ def _other(policy: Policy, mechanism: str) -> Arg:
     if len(running) == 1:
         return T(", or target the cohort {cohorts}", cohorts=names(quoted(running)))
     return T(", or target one of the cohorts {cohorts}", cohorts=names(quoted(running)))
+
+
+DEFINITION = Definition(
+    RULE,
+    "the pod's GPU mechanism is not its target cohort's, or it targets two cohorts",
+    "GPU allocation",
+    __doc__,
+    reason=N_(
+        "Each GPU node belongs to one cohort, chosen by its node labels, and each cohort allocates GPUs one way. "
+        "A pod sent to a cohort with the other mechanism's request stays Pending, and a node selection naming "
+        "two cohorts matches no node."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

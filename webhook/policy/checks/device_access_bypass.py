@@ -1,3 +1,15 @@
+"""device-access-bypass: ways to reach GPUs that bypass their allocation owner.
+
+- A container (regular, init or ephemeral) sets `securityContext.privileged: true` in a pod that
+  requests a GPU or is bound for a cohort (in a `kubectl debug` update: the added ephemeral containers).
+- In any pod: a `hostPath` volume whose path, resolved as the host's kernel resolves it, is under
+  `/dev/nvidia`, `/run/nvidia`, `/var/lib/kubelet/device-plugins` or `/var/lib/kubelet/plugins`, or is a
+  directory above one of them.
+- In any pod: a mount of the host's `/dev/null` at `/var/run/nvidia-container-devices/<device>`, which the
+  NVIDIA container toolkit reads as a device request.
+- In any pod: a pod (or pod template) annotation under a CDI or NRI device prefix
+  (`cdi.k8s.io/`, `nvidia.cdi.k8s.io/`, `cdi-devices.nri.io/`, and the policy's
+  `platformDeviceAnnotations`)."""
 import re
 
 from webhook.config.model import Policy
@@ -6,6 +18,7 @@ from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.objects.hostpaths import clean, exposes, host_path
 from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, Arg, T, who
 from webhook.policy.results import Finding
@@ -165,3 +178,17 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                 why=ANNOTATION_WHY,
                 fix=ANNOTATION_FIX))
     return out
+
+
+DEFINITION = Definition(
+    RULE,
+    "privileged GPU containers, device hostPaths, device-list mounts or CDI annotations",
+    "GPU device access",
+    __doc__,
+    reason=N_(
+        "Privileged containers, hostPaths of GPU device nodes and plugin sockets, the container toolkit's "
+        "device-list mounts and CDI/NRI device annotations hand a container GPUs without allocation, so nothing "
+        "accounts for them and two workloads can use the same device."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

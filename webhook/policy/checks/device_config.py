@@ -9,9 +9,10 @@ from __future__ import annotations
 from webhook.config.model import Policy
 from webhook.objects.claims import ClaimSpec, DeviceRequest
 from webhook.policy.context import Context
+from webhook.policy.contract import CLAIMS, Check, Definition
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.driver_configs import DEVICE_TYPE_KIND, DRIVER_KINDS, KIND_DEVICE_TYPE, read
-from webhook.policy.messages import T, names, quoted
+from webhook.policy.messages import N_, T, names, quoted
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -100,3 +101,17 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
                           right=DEVICE_TYPE_KIND[found], wanted=wanted)))
                 break
     return out
+
+
+DEFINITION = Definition(
+    RULE,
+    "an opaque config of the NVIDIA DRA drivers that the driver refuses (kind, fields, values, requests)",
+    "DRA claims",
+    __doc__,
+    reason=N_(
+        "Kubernetes stores a claim's opaque driver configs unread, and the NVIDIA DRA driver decodes them "
+        "strictly only when it prepares the claim on a node: a typo or a value it refuses leaves the pod "
+        "scheduled, holding its devices, in ContainerCreating."),
+    checks=(
+        Check(CLAIMS, check_object, stage=1),  # a DRA object's shape, after its API
+    ))

@@ -1,5 +1,13 @@
+"""double-mechanism: one pod asking for GPUs through both allocation owners. A GPU has
+exactly one: the device plugin (`nvidia.com/gpu`, `nvidia.com/mig-*`) or the DRA driver (claims), and no
+cohort runs both, so such a pod never schedules. One finding per pod, at its first device-plugin
+resource, when some container requests a device-plugin GPU resource that DRA does not serve for this pod,
+and the pod also asks for a GPU through DRA: a resolved claim with a GPU request, or an extended resource
+that a GPU DeviceClass serves (`deviceclass.resource.kubernetes.io/<class>`, an `extendedResourceName`).
+Unresolved claims do not count (unresolved-claim reports them)."""
 from webhook.config.model import Policy
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, Arg, T, names, who
 from webhook.policy.results import Finding
@@ -49,3 +57,17 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         what=what,
         why=WHY,
         fix=keep)]
+
+
+DEFINITION = Definition(
+    RULE,
+    "one pod asks for GPUs through device-plugin resources and DRA claims at once",
+    "GPU allocation",
+    __doc__,
+    reason=N_(
+        "A GPU has exactly one allocation owner: the device plugin hands out nvidia.com/gpu, the DRA driver "
+        "hands out devices through ResourceClaims, and neither knows of the other. Each cohort runs one of them, "
+        "so a pod asking through both is never satisfied on any node."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

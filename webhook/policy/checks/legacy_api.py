@@ -1,10 +1,18 @@
+"""legacy-api: DRA shapes that no Kubernetes 1.34+ cluster accepts, said before the apiserver
+refuses them or a controller's pods never start:
+
+- an object's `apiVersion` is `resource.k8s.io/v1alpha2` or `v1alpha3`;
+- a ResourceClaim or ResourceClaimTemplate names a `resourceClassName` (the v1alpha2 model);
+- a DeviceClass sets `spec.suitableNodes`;
+- a pod's `resourceClaims[]` entry uses the `source:` wrapper (one finding per entry)."""
 from webhook.config.model import Policy
 from webhook.objects.access import as_str
 from webhook.objects.kinds import LEGACY_DRA_VERSIONS
 from webhook.policy.context import Context
+from webhook.policy.contract import DRA_OBJECTS, POD_SPECS, Check, Definition
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import T
+from webhook.policy.messages import N_, T
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -51,3 +59,18 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
             why=WHY,
             fix=T("remove it and constrain workloads with their own node selector or affinity")))
     return out
+
+
+DEFINITION = Definition(
+    RULE,
+    "DRA shapes that no Kubernetes 1.34+ cluster accepts",
+    "DRA claims",
+    __doc__,
+    reason=N_(
+        "Dynamic Resource Allocation changed shape several times before resource.k8s.io/v1; forms from older "
+        "guides (the alpha API, suitableNodes, the source wrapper) are rejected or misread by every Kubernetes "
+        "1.34+ apiserver."),
+    checks=(
+        Check(POD_SPECS, check),
+        Check(DRA_OBJECTS, check_object),  # a DRA object's API before anything else of it (stage 0)
+    ))

@@ -1,3 +1,15 @@
+"""resource-not-offered: a GPU resource, DeviceClass or device type that the pod's
+cohort does not offer, so it never schedules there.
+
+- On a device-plugin cohort: each `nvidia.com/*` resource a container requests that the cohort does not
+  advertise (its resources and extra resources, the names its time-slicing or MPS exposes, with
+  `migStrategy: mixed` its MIG table's profiles); the message says why (renamed by sharing, MIG strategy,
+  profile not in the table). `.shared` names on a cohort without sharing are sharing-not-enabled's.
+- On a DRA cohort: each GPU request of a resolved claim, and each DRA-served extended resource, whose
+  DeviceClass is not in the cohort's `deviceClasses`, selects another driver or a device type the cohort
+  does not list, or a MIG profile its table lacks.
+- A ResourceClaim or template on its own is checked against its cohort (the namespace's DRA cohort, else
+  the only one)."""
 import re
 from collections.abc import Iterable
 
@@ -5,9 +17,10 @@ from webhook.config.mig import MIG_PROFILE_TABLES
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, DeviceClassInfo, Policy
 from webhook.objects.claims import DeviceRequest
 from webhook.policy.context import Context
+from webhook.policy.contract import CLAIMS, POD_SPECS, Check, Definition
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import Arg, T, Text, names, quoted, who
+from webhook.policy.messages import N_, Arg, T, Text, names, quoted, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -189,3 +202,18 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if cohort.mechanism == DRA:
         return _dra(facts, cohort, context, policy)
     return []
+
+
+DEFINITION = Definition(
+    RULE,
+    "a GPU resource, DeviceClass or device type that the target cohort does not offer",
+    "GPU allocation",
+    __doc__,
+    reason=N_(
+        "A pod that asks for something its cohort's nodes never advertise is admitted and then stays Pending "
+        "for ever: MIG resources without MIG geometry and a matching migStrategy, a MIG profile the GPU model "
+        "cannot host, a device type the cohort's DeviceClasses exclude, a shared resource under another name."),
+    checks=(
+        Check(POD_SPECS, check),
+        Check(CLAIMS, check_object, stage=3),  # what the cohort offers, last
+    ))

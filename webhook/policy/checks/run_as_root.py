@@ -1,9 +1,19 @@
+"""run-as-root: explicit settings of a cohort-bound pod that contradict the policy's
+non-root `securityDefaults` (default-security-context adds them only where a field is absent, so these
+are left as written). One finding per setting, in regular, init and ephemeral containers:
+
+- the pod or a container sets `runAsUser: 0` or `runAsNonRoot: false` (when `runAsNonRoot: true`);
+- a container sets `allowPrivilegeEscalation: true` (when `allowPrivilegeEscalation: false`);
+- a container adds capabilities (when `dropCapabilities` is not empty).
+
+`privileged: true` is device-access-bypass's."""
 from collections.abc import Mapping
 from typing import Any
 
 from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, integer
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T, Text, who
 from webhook.policy.results import Finding
@@ -65,3 +75,17 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
             why=T(WHY, cohort=cohort.name, uid=str(security.run_as_user)),
             fix=fix))
     return out
+
+
+DEFINITION = Definition(
+    RULE,
+    "explicit settings of a cohort-bound pod that contradict the non-root security defaults",
+    "GPU runtime and security",
+    __doc__,
+    reason=N_(
+        "GPU containers get device nodes and driver libraries from the host, and a root container with extra "
+        "capabilities is a short step from it: cohort workloads run as non-root without privilege escalation "
+        "or added capabilities. Absent settings are filled in; explicit ones against the defaults are reported."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

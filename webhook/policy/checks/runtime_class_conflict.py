@@ -1,5 +1,11 @@
+"""runtime-class-conflict: a device-plugin GPU pod that names another
+RuntimeClass than its cohort's. Under another runtime the NVIDIA container toolkit does not inject the
+GPUs the device plugin allocated. Fires when the pod is bound for a device-plugin cohort, requests a
+device-plugin GPU resource and sets `runtimeClassName` to anything but the cohort's; a pod that sets none
+gets the cohort's from default-runtime-class."""
 from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T
 from webhook.policy.results import Finding
@@ -25,3 +31,17 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         what=T(WHAT, runtime=str(runtime), path=path),
         why=T(WHY, cohort=cohort.name, runtime=str(cohort.runtime_class_name)),
         fix=T(FIX, runtime=str(cohort.runtime_class_name)))]
+
+
+DEFINITION = Definition(
+    RULE,
+    "a device-plugin GPU pod sets a RuntimeClass other than its cohort's",
+    "GPU runtime and security",
+    __doc__,
+    reason=N_(
+        "On a device-plugin cohort the GPU reaches the container through the NVIDIA container runtime, the "
+        "cohort's RuntimeClass and its containerd handler; a pod with another RuntimeClass is scheduled, its GPU "
+        "counted as allocated, and starts without it."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

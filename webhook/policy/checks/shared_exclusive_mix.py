@@ -1,9 +1,17 @@
+"""shared-exclusive-mix: exclusive and shared GPU forms together.
+
+- A container requests a shared GPU resource (a `.shared` name, or one the cohort's time-slicing or MPS
+  exposes) and an exclusive one under another name (one finding per container).
+- The workload is marked exclusive (the policy's `exclusiveLabel` is `"true"` on the pod's, the pod
+  template's or the object's metadata) and a container requests a `.shared` name, or a name the cohort
+  shares without renaming, or a resolved GPU claim carries a `sharing.strategy` config."""
 from typing import Any
 
 from webhook.config.model import Policy
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import Arg, T, who
+from webhook.policy.messages import N_, Arg, T, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -85,3 +93,17 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                     why=T("shared GPUs have no memory or fault isolation from other workloads"),
                     fix=T("use a claim without a sharing config, or remove the label")))
     return out
+
+
+DEFINITION = Definition(
+    RULE,
+    "exclusive and shared GPU forms together, or shared GPUs in a workload marked exclusive",
+    "GPU sharing",
+    __doc__,
+    reason=N_(
+        "A whole GPU and a time-shared replica are different products: a replica shares the GPU's memory and "
+        "faults with every other pod on it. A container asking for both gets an unpredictable mixture, and a "
+        "workload marked exclusive silently loses the isolation it was promised."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

@@ -1,7 +1,14 @@
+"""shared-request-count: more than 1 of a shared GPU resource in one container.
+Replicas of a time-sliced or MPS GPU are slices of one device, so two of them give no more compute and
+the device plugin refuses them where the cohort says so: on a device-plugin cohort whose `timeSlicing`
+sets `failRequestsGreaterThanOne: true`, or whose `mps` does not set it to false, a container that
+requests more than 1 of a name its sharing exposes (with `.shared` appended under `renameByDefault`).
+One finding per container and resource."""
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import T, Text, who
+from webhook.policy.messages import N_, T, Text, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -39,3 +46,17 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                       "admission", cohort=cohort.name),
                 fix=T("request {resource}: 1", resource=use.resource)))
     return out
+
+
+DEFINITION = Definition(
+    RULE,
+    "more than 1 of a shared (time-sliced or MPS) GPU resource in one container",
+    "GPU sharing",
+    __doc__,
+    reason=N_(
+        "The device plugin refuses more than one shared (time-sliced or MPS) replica per container only at "
+        "allocation time on the node, with UnexpectedAdmissionError long after admission; more replicas buy "
+        "neither memory nor proportional compute."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

@@ -1,12 +1,21 @@
+"""sharing-not-enabled: GPU sharing asked for on a cohort that does not enable it.
+
+- Device-plugin cohort without `timeSlicing` or `mps`: a container requests a `.shared` name.
+- DRA cohort: a resolved GPU claim of the pod has an opaque `GpuConfig` or `MigDeviceConfig` of a GPU
+  driver whose `sharing.strategy` (`TimeSlicing`, `MPS`) is not in the cohort's `sharingStrategies`
+  (one finding per claim and config; a strategy the driver does not know is device-config's).
+- A ResourceClaim or template on its own with such a config, against its cohort (the namespace's DRA
+  cohort, else the only one)."""
 from collections.abc import Iterator
 
 from webhook.config.model import DEVICE_PLUGIN, DRA, Cohort, Policy
 from webhook.objects.claims import ClaimSpec
 from webhook.policy.context import Context
+from webhook.policy.contract import CLAIMS, POD_SPECS, Check, Definition
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.driver_configs import STRATEGIES
 from webhook.policy.gpu import GpuFacts
-from webhook.policy.messages import T, Text, names, who
+from webhook.policy.messages import N_, T, Text, names, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -73,3 +82,18 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
         why=T("{strategy} is an Alpha driver feature this cohort does not enable", strategy=strategy),
         fix=dra_fix(cohort))
         for path, strategy in claim_sharing_problems(spec, cohort, policy)]
+
+
+DEFINITION = Definition(
+    RULE,
+    "GPU sharing (time-slicing, MPS) asked for on a cohort that does not enable it",
+    "GPU sharing",
+    __doc__,
+    reason=N_(
+        "GPU sharing exists only where the GPU owner turned it on: shared replicas are advertised only by nodes "
+        "whose device plugin has a time-slicing or MPS config, and the DRA driver's sharing is an Alpha feature "
+        "behind its own feature gate. Elsewhere the pod never schedules or its claim cannot be prepared."),
+    checks=(
+        Check(POD_SPECS, check),
+        Check(CLAIMS, check_object, stage=2),  # what the cohort enables, after the shape
+    ))

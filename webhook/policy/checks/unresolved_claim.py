@@ -1,7 +1,16 @@
+"""unresolved-claim: what the policy cannot judge because a reference does not resolve.
+
+- A `resourceClaims` entry names a ResourceClaimTemplate or ResourceClaim that is not found in the pod's
+  namespace (the CLI's documents; the webhook's lookups off, not found, or not answered in time).
+- A resolved claim asks for a DeviceClass that is neither in the policy's `deviceClasses` nor found, or
+  whose CEL selectors cannot be read (and the policy does not vouch for it).
+- A container requests `deviceclass.resource.kubernetes.io/<class>` for a class that cannot be
+  resolved."""
 from webhook.config.model import Policy
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import IMPLICIT_PREFIX, GpuFacts
-from webhook.policy.messages import Arg, T, lookup_reason, names, quoted, who
+from webhook.policy.messages import N_, Arg, T, lookup_reason, names, quoted, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -50,3 +59,18 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
                    reason=reason),
             why=T("the GPU rules could not be applied to it"), fix=CREATE_CLASS))
     return out
+
+
+DEFINITION = Definition(
+    RULE,
+    "a referenced ResourceClaim or template that cannot be resolved",
+    "DRA claims",
+    __doc__,
+    reason=N_(
+        "Whether a pod asks for GPUs through DRA is written in the claim or template it names and in its "
+        "DeviceClass, not in the pod, and the webhook never guesses; unresolved, the claim escapes the GPU rules, "
+        "so a double mechanism or a mismatched cohort may go unnoticed. It may simply not exist yet, so the rule "
+        "warns."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

@@ -19,8 +19,9 @@ from webhook.objects.claims import DeviceRequest
 from webhook.objects.inventory import Admitted, Device, Inventory, NodeInfo, Taint
 from webhook.policy import capacity
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import ClaimUse, GpuFacts, ResourceUse
-from webhook.policy.messages import Arg, Joined, T, who
+from webhook.policy.messages import N_, Arg, Joined, T, who
 from webhook.policy.results import Finding
 from webhook.rules import Rule
 
@@ -338,3 +339,17 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     if cohort.mechanism == DRA and inventory.devices is not None and (facts.gpu_claims or facts.dra_resources):
         return _dra(facts, inventory, cohort, context, policy)
     return []
+
+
+DEFINITION = Definition(
+    RULE,
+    "a GPU request that no node or device of the cohort can ever satisfy (with Node/ResourceSlice lookups)",
+    "GPU allocation",
+    __doc__,
+    reason=N_(
+        "A pod can pass every other rule and still never schedule, because no node or device of its cohort "
+        "could ever hold the request, even empty; the developer would learn it from a Pending pod long after "
+        "admission. Capacity changes (a node pool may scale up), so the rule warns."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

@@ -1,3 +1,15 @@
+"""visible-devices-override: a container that chooses its own GPUs through the
+environment, past the allocation owner. For every container (regular, init and ephemeral), GPU pod or not:
+
+- an `env` entry named in the policy's `visibleDeviceVariables` (`CUDA_VISIBLE_DEVICES`,
+  `NVIDIA_VISIBLE_DEVICES` and the like), by `value` or `valueFrom`; `NVIDIA_VISIBLE_DEVICES=void` on a
+  container that gets no GPU is not one (hide-gpus sets it);
+- an `envFrom` ConfigMap or Secret holding such a key (after its `prefix`), where its keys can be read;
+- an `envFrom` source that cannot be read, in a pod that requests a GPU, is bound for a cohort or runs a
+  device-plugin cohort's RuntimeClass: at most a warning, and none for an `optional` source that does not
+  exist.
+
+Messages name the variable, never its value."""
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -5,6 +17,7 @@ from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_str
 from webhook.objects.podspec import Container
 from webhook.policy.context import Context
+from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T, Text, lookup_reason, names, who
 from webhook.policy.results import Finding
@@ -106,3 +119,17 @@ def _gpu_relevant(facts: GpuFacts, policy: Policy) -> bool:
         return True
     runtime = facts.view.spec.get("runtimeClassName")
     return runtime is not None and any(c.runtime_class_name == runtime for c in policy.cohorts)
+
+
+DEFINITION = Definition(
+    RULE,
+    "a container sets CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES or a similar variable",
+    "GPU device access",
+    __doc__,
+    reason=N_(
+        "The device plugin or DRA driver makes exactly the allocated GPUs visible; an override grants nothing "
+        "and hides or misreports the allocation, and under the nvidia runtime NVIDIA_VISIBLE_DEVICES and its "
+        "kin make the container toolkit expose GPUs the pod never requested, outside any allocation."),
+    checks=(
+        Check(POD_SPECS, check),
+    ))

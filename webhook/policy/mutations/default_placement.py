@@ -1,3 +1,10 @@
+"""default-placement: the cohort's node labels (`spec.nodeSelector`) and tolerations
+(`spec.tolerations`) on a GPU pod that did not select its cohort itself: bound for its namespace's
+default cohort, or for the only cohort that runs the mechanism it asks through. Keeps the scheduler from
+placing it on another cohort's nodes, where its GPU request means nothing, and lets it tolerate the
+cohort's GPU taint. Only where absent: a label the pod already selects, or a taint it already tolerates,
+is left as it is. Not on a pod bound to a node already (`nodeName`), nor where the namespace's cohort
+cannot give the pod's GPUs (cohort-mismatch)."""
 from collections.abc import Sequence
 from typing import Any
 
@@ -5,6 +12,7 @@ from webhook.config.model import Policy, Toleration
 from webhook.objects.access import as_dict, as_list, as_str
 from webhook.policy.cohorts import INFERRED, NAMESPACE
 from webhook.policy.context import Context
+from webhook.policy.contract import Definition, Mutator
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text
@@ -59,3 +67,11 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | Non
         records.append(("spec.tolerations", lambda: of_cohort(T("tolerations {tolerations}", tolerations=", ".join(
             f"{t.get('key', '*')} {t['operator']} {t.get('effect', '')}".strip() for t in tolerations)))))
     return records
+
+
+DEFINITION = Definition(
+    RULE,
+    "adds the cohort's node labels and tolerations when the pod did not select the cohort itself",
+    "GPU allocation",
+    __doc__,
+    mutation=Mutator(mutate, stage=0))  # where the pod runs, before how: its edits come first in the patch

@@ -3,6 +3,7 @@ lookups on, only one the cluster has: a pod given a RuntimeClass that does not e
 apiserver (`pod rejected: RuntimeClass "nvidia" not found`), so the mutation is withheld and said instead."""
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.policy.context import Context
+from webhook.policy.contract import Definition, Mutator
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T
@@ -55,6 +56,17 @@ def absent_finding(cohort: Cohort, path: str = PATH) -> Finding:
 
 
 def withheld(facts: GpuFacts, policy: Policy, context: Context | None) -> list[Finding]:
-    """What the mutation would have set but did not: the cohort's RuntimeClass is missing from the cluster."""
+    """What the mutation would have set but did not: the cohort's RuntimeClass is missing from the cluster
+    (known only with RuntimeClass lookups on; tested first, as this runs on every /mutate)."""
+    if context is None or context.runtime_classes is None:
+        return []
     cohort = _wanted(facts)
     return [absent_finding(cohort)] if cohort is not None and missing(cohort, context) else []
+
+
+DEFINITION = Definition(
+    RULE,
+    "adds the device-plugin cohort's runtimeClassName to GPU pods that set none",
+    "GPU runtime and security",
+    __doc__,
+    mutation=Mutator(mutate, withheld=withheld, stage=1))

@@ -1,3 +1,13 @@
+"""default-security-context: the policy's non-root `securityDefaults` on every pod
+bound for a GPU cohort, only where a field is absent (explicit settings are run-as-root's).
+
+- Pod `securityContext`: `runAsNonRoot` (unless the pod or a container sets `runAsUser: 0`), `runAsUser`
+  (unless the pod sets `runAsNonRoot: false`), `seccompProfile.type`.
+- Each container and init container: `allowPrivilegeEscalation` (unless privileged or adding
+  `SYS_ADMIN`, beside which the apiserver refuses it), `readOnlyRootFilesystem`, `capabilities.drop`
+  (keeping `capabilities.add`).
+
+Ephemeral containers and Windows pods (`spec.os.name: windows`) are left alone."""
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -6,6 +16,7 @@ from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, as_str, integer
 from webhook.objects.podspec import Container
 from webhook.policy.context import Context
+from webhook.policy.contract import Definition, Mutator
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text, who
@@ -75,3 +86,11 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | Non
 
 def _said(container: Container, added: list[str]) -> Text:
     return T("{container} {fields}", container=who(container), fields=", ".join(added))
+
+
+DEFINITION = Definition(
+    RULE,
+    "adds the cohort's non-root security defaults where a field is absent",
+    "GPU runtime and security",
+    __doc__,
+    mutation=Mutator(mutate, stage=1))

@@ -1,9 +1,16 @@
+"""hide-gpus: `NVIDIA_VISIBLE_DEVICES=void` in the env of each container that gets no GPU, in a
+pod under a device-plugin cohort's RuntimeClass. CUDA base images set `NVIDIA_VISIBLE_DEVICES=all`, which
+the NVIDIA container toolkit reads as the device list: a sidecar built on one would see every GPU of the
+node without asking for one. The pod spec's variable takes precedence over the image's, and `void` makes
+the toolkit inject nothing. Containers that set the variable themselves are left alone. On a `kubectl
+debug` update (pods/ephemeralcontainers), the ephemeral containers it adds, which never get a GPU."""
 from functools import partial
 
 from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.objects.access import as_dict, as_list
 from webhook.objects.podspec import Container
 from webhook.policy.context import Context
+from webhook.policy.contract import Definition, Mutator
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text, who
@@ -40,6 +47,20 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | Non
     return records
 
 
+def debug(draft: Draft, facts: GpuFacts, policy: Policy, context: Context,
+          added: frozenset[str]) -> list[tuple[str, Said]]:
+    """A `kubectl debug` update: the ephemeral containers it adds (`added`)."""
+    return mutate(draft, facts, policy, context, ephemeral=added)
+
+
 def _said(container: Container, runtime: str) -> Text:
     return T('{variable}=void on {container}, which requests no GPU, under the "{runtime}" runtime', variable=VARIABLE,
              container=who(container), runtime=runtime)
+
+
+DEFINITION = Definition(
+    RULE,
+    "sets NVIDIA_VISIBLE_DEVICES=void on non-GPU containers of pods under the nvidia runtime",
+    "GPU device access",
+    __doc__,
+    mutation=Mutator(mutate, debug=debug, stage=2))  # after default-runtime-class, whose RuntimeClass it reads

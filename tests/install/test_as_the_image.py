@@ -1,9 +1,9 @@
 """The project installed into a fresh virtualenv by the Dockerfile's own build steps, run by a shell as the image's
 build runs them (its ENV, its WORKDIR holding what its COPY lines copy, its RUN lines verbatim; only the apt steps,
 which give the image its interpreter, are left to the image build): a virtualenv made without pip, the lock's
-wheels for this machine's platform with `--require-hashes --no-deps` into it, then the project's own wheel. Then the image's entry point and `gpu-admission serve`, each answering /readyz:
-a dependency the lock lacks (gunicorn's gevent worker imports packaging) stops them here, as it would stop every
-replica."""
+wheels for this machine's platform with `--require-hashes --no-deps` into it, then the project's own wheel. Then the
+image's entry point and `gpu-admission serve`, each answering /readyz: a dependency the lock lacks (gunicorn's gevent
+worker imports packaging) stops them here, as it would stop every replica."""
 from __future__ import annotations
 
 import os

@@ -43,7 +43,9 @@ esac
 # replacement under another.
 native=$(dpkg --print-architecture)
 base=docker.io/library/debian:bookworm-slim
-python_base=localhost/debian-python3-$arch:bookworm-slim
+# (named by the Dockerfile's python3 pin, so that a new pin makes a new base)
+python3=$(grep -o -m 1 'python3=[^ ]*' Dockerfile)
+python_base=localhost/debian-python3-$arch:bookworm-slim-$(echo "${python3#*=}" | tr '+~:' '---')
 local_name=$name
 [ "$arch" = "$native" ] || local_name=localhost/gpu-admission:$version-$arch
 # Reproducible timestamps: the last commit's time (files, layers and the image's creation date).
@@ -114,7 +116,7 @@ Apt::AutoRemove::SuggestsImportant "false";'
 base "$base" "$native"
 build_args=(--build-arg "BUILDPLATFORM=linux/$native" --build-arg "TARGETARCH=$arch")
 if [ "$arch" != "$native" ]; then
-  base "$python_base" "$arch" "$(grep -o -m 1 'python3=[^ ]*' Dockerfile)"
+  base "$python_base" "$arch" "$python3"
   build_args+=(--platform "linux/$arch${variant_of[$arch]:+/${variant_of[$arch]}}"
                --build-context "python=container-image://$(bah inspect --type image --format '{{.FromImageID}}' "$python_base")")
 fi

@@ -38,7 +38,8 @@ def installed(tmp_path_factory, wheelhouse):
         env[key] = value.replace("$PATH", env["PATH"])
     src = build_context(base / "src")
     for command in _build_runs():
-        run(["sh", "-ec", command], cwd=src, env=env)
+        # one RUN makes both virtualenvs, builds the project's wheel, installs and byte-compiles everything
+        run(["sh", "-ec", command], cwd=src, env=env, timeout=1200)
     return {"venv": venv, "base": base, "env": base_env(base)}
 
 

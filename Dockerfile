@@ -43,9 +43,10 @@ COPY webhook ./webhook
 # bookworm's 2.36): the runtime dependencies from requirements.lock (`make lock` compiles it from pyproject.toml),
 # every file checked against its hash, nothing resolved, then the project's wheel. --target writes into the
 # virtualenv's site-packages and its bin and include folders (the scripts name its interpreter: --python), and the
-# build's interpreter byte-compiles everything. The bytecode records a hash of each source, not its modification
-# time (the time of this build): two builds of the same sources write the same .pyc files (the root filesystem is
-# read-only, so no source changes under them).
+# build's interpreter byte-compiles everything, again where an import during the build (pip runs on the
+# virtualenv's interpreter) left a .pyc already (-f). The bytecode records a hash of each source, not its
+# modification time (the time of this build): two builds of the same sources write the same .pyc files (the root
+# filesystem is read-only, so no source changes under them).
 RUN python3 -m venv --without-pip "$VIRTUAL_ENV" \
  && python3 -m venv installer \
  && installer/bin/pip wheel --no-deps --wheel-dir wheels . \
@@ -59,7 +60,7 @@ RUN python3 -m venv --without-pip "$VIRTUAL_ENV" \
  && installer/bin/pip "$@" --target "$site" wheels/gpu_admission-*.whl \
  && mv "$site"/bin/* "$VIRTUAL_ENV/bin/" && rmdir "$site/bin" \
  && if [ -d "$site/include" ]; then cp -a "$site/include/." "$VIRTUAL_ENV/include/" && rm -r "$site/include"; fi \
- && "$VIRTUAL_ENV/bin/python3" -m compileall -q -j 0 --invalidation-mode unchecked-hash "$VIRTUAL_ENV"
+ && "$VIRTUAL_ENV/bin/python3" -m compileall -q -f -j 0 --invalidation-mode unchecked-hash "$VIRTUAL_ENV"
 
 FROM python AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -134,6 +134,13 @@ def test_no_pip_no_compiler_no_build_leftovers(bundle):
     python = rootfs / "opt/gpu-admission/bin/python3"
     assert os.readlink(python) == "/usr/bin/python3" and (rootfs / "usr/bin/python3.11").is_file()
     assert list((rootfs / "opt/gpu-admission/lib/python3.11/site-packages/webhook/__pycache__").glob("app.*.pyc"))
+    # every .pyc records its source's hash, unchecked (flags 0b01), none the time of the build (flags 0): two builds
+    # of the same tree write the same bytes
+    flags = {}
+    for pyc in (rootfs / "opt/gpu-admission").rglob("*.pyc"):
+        with open(pyc, "rb") as handle:
+            flags.setdefault(int.from_bytes(handle.read(8)[4:8], "little"), []).append(pyc.relative_to(rootfs))
+    assert set(flags) == {1}, {k: v[:3] for k, v in flags.items() if k != 1}
 
 
 def _pod_files(rendered, base: Path) -> dict[str, Path]:

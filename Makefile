@@ -57,7 +57,8 @@ $(WHEELHOUSE_ARM64_STAMP): requirements.lock | $(WHEELHOUSE_STAMP)
 wheelhouse-arm64: $(WHEELHOUSE_ARM64_STAMP)
 
 # The Dockerfile built with buildah, no registry needed (tools/image.sh says how): dist/gpu-admission-<version>.oci.tar,
-# holding docker.io/library/gpu-admission:<version>. Rebuilt when what goes into the image changes.
+# holding docker.io/library/gpu-admission:<version>. Rebuilt when what goes into the image changes. buildah's layers and
+# the Debian bases are kept in build/containers (CONTAINERS_DIR=<folder> in the environment keeps them elsewhere).
 IMAGE_INPUTS := Dockerfile .dockerignore requirements.lock pyproject.toml README.md tools/image.sh \
 		$(shell find webhook -type f -not -name '*.py[co]' 2>/dev/null)
 $(IMAGE): $(IMAGE_INPUTS) $(WHEELHOUSE_STAMP)
@@ -66,7 +67,8 @@ $(IMAGE): $(IMAGE_INPUTS) $(WHEELHOUSE_STAMP)
 image: $(IMAGE)
 	@echo $(IMAGE)
 
-# The arm64 image (under emulation: tools/binfmt.sh), and the image index of both that a release publishes.
+# The arm64 image (its virtualenv built natively; only its Debian base's packages are configured under emulation:
+# tools/image.sh, tools/binfmt.sh), and the image index of both that a release publishes.
 IMAGE_ARM64 := $(DIST)/gpu-admission-$(VERSION)-arm64.oci.tar
 IMAGE_INDEX := $(DIST)/gpu-admission-$(VERSION)-index.oci.tar
 $(IMAGE_ARM64): $(IMAGE_INPUTS) tools/binfmt.sh $(WHEELHOUSE_ARM64_STAMP)

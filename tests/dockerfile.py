@@ -26,12 +26,16 @@ def instructions() -> list[tuple[str, str]]:
 
 
 def stages() -> list[dict]:
-    """Each stage: its `from`, its `name` (AS ...) and its `steps`, the (INSTRUCTION, arguments) after FROM."""
+    """Each stage: its `from`, its `platform` (FROM --platform=..., or None), its `name` (AS ...) and its `steps`,
+    the (INSTRUCTION, arguments) after FROM."""
     out: list[dict] = []
     for keyword, args in instructions():
         if keyword == "FROM":
             parts = args.split()
-            out.append({"from": parts[0], "name": parts[2] if len(parts) > 2 else None, "steps": []})
+            flags = dict(p.removeprefix("--").split("=", 1) for p in parts if p.startswith("--"))
+            image, *rest = [p for p in parts if not p.startswith("--")]
+            out.append({"from": image, "platform": flags.get("platform"), "name": rest[1] if len(rest) > 1 else None,
+                        "steps": []})
         else:
             out[-1]["steps"].append((keyword, args))
     return out
@@ -50,14 +54,10 @@ def lineage(stage: dict, all_stages: list[dict]) -> list[dict]:
 
 
 def build_stage() -> dict:
-    """The stage that installs the project (the one whose RUN calls pip install)."""
-    (stage,) = [s for s in stages() if any(k == "RUN" and "pip install" in a for k, a in s["steps"])]
+    """The stage that installs the project (the one whose RUN installs requirements.lock with pip)."""
+    (stage,) = [s for s in stages() if any(k == "RUN" and "pip" in a and "requirements.lock" in a
+                                            for k, a in s["steps"])]
     return stage
-
-
-def pip_installs(command: str) -> list[list[str]]:
-    """The `pip install` steps of a RUN's `&&` chain, split as the shell splits them."""
-    return [shlex.split(part) for part in command.split("&&") if "pip install" in part]
 
 
 def entrypoint() -> list[str]:

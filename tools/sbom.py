@@ -3,8 +3,8 @@ from the lock it was installed from.
 
 - The Python environment: every package of requirements.lock with its version, its purl and the SHA-256 of the
   file the image installed (the wheelhouse's file for the image's architecture, one of the lock's hashes), after
-  checking that the image's virtualenv holds exactly the lock's packages and the project, besides what
-  `python3 -m venv` seeded it with (setuptools on 3.11: listed with its version, as the seed's).
+  checking that the image's virtualenv holds exactly the lock's packages and the project (the Dockerfile makes it
+  without pip, so no installer and no setuptools: one there is a package the lock does not have, and fails).
 - The Debian packages: every package dpkg lists as installed in the image (/var/lib/dpkg/status of its layers),
   with version, architecture and purl, and the Debian release as the operating system.
 
@@ -26,7 +26,6 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 SITE = re.compile(r"^opt/gpu-admission/lib/python3\.\d+/site-packages/([^/]+)\.dist-info/METADATA$")
 WANTED = ("var/lib/dpkg/status", "etc/debian_version", "etc/os-release")
-SEEDED = ("pip", "setuptools", "wheel")
 
 
 def _blob(layout: tarfile.TarFile, digest: str) -> bytes:
@@ -123,9 +122,6 @@ def bom(archive: Path, lock: Path, wheelhouse: Path, epoch: int, version: str) -
     project = dists.pop("gpu-admission", None)
     if project != version:
         raise SystemExit(f"{archive}: the image's gpu-admission is {project}, the release {version}")
-    # `python3 -m venv` seeds the virtualenv from the interpreter's bundled wheels (ensurepip: pip, and setuptools on
-    # 3.11); the Dockerfile removes pip. What it leaves is in the image, so in the SBOM, as the seed's.
-    seeded = {n: dists.pop(n) for n in SEEDED if n in dists and n not in pins}
     drift = {n: (pins.get(n, (None,))[0], dists.get(n)) for n in set(pins) | set(dists)
              if pins.get(n, (None,))[0] != dists.get(n)}
     if drift:
@@ -144,11 +140,6 @@ def bom(archive: Path, lock: Path, wheelhouse: Path, epoch: int, version: str) -
         components.append({"type": "library", "bom-ref": purl, "name": name, "version": pinned, "purl": purl,
                            "hashes": [{"alg": "SHA-256", "content": digest}],
                            "properties": [{"name": "gpu-admission:file", "value": wheel.name}]})
-    for name, seeded_version in sorted(seeded.items()):
-        purl = f"pkg:pypi/{name}@{seeded_version}"
-        components.append({"type": "library", "bom-ref": purl, "name": name, "version": seeded_version, "purl": purl,
-                           "properties": [{"name": "gpu-admission:source",
-                                           "value": "the virtualenv's seed (python3 -m venv, ensurepip)"}]})
     release = _os_release(files.get("etc/os-release", b""))
     distro = f"debian-{release.get('VERSION_ID', '').strip(chr(34))}"
     for package in dpkg_packages(files.get("var/lib/dpkg/status", b"")):

@@ -65,15 +65,15 @@ def test_built_and_run_on_debian_bookworm_slim_with_debian_s_python_3_11():
     assert len(stages) >= 3
     assert {dockerfile.root(s, stages) for s in stages} == {BASE}
     build, final = dockerfile.build_stage(), stages[-1]
-    # The virtualenv the build stage makes must run unchanged in the final image: both are built on the one stage
-    # that installs the interpreter, so /usr/bin/python3 is the same file (nothing is compiled at install time).
-    shared = [s for s in dockerfile.lineage(build, stages) if s in dockerfile.lineage(final, stages)]
-    assert shared and shared[0]["from"] == BASE
-    interpreter = [p for s in shared for p in _apt_installs(s)]
-    assert interpreter == [["python3=3.11.2-1+b1"]], "the shared stage installs Debian's python3 (3.11), pinned"
-    # venv (and ensurepip's pip wheel) only where the virtualenv is made
-    own = [p for s in dockerfile.lineage(build, stages) if s not in shared for p in _apt_installs(s)]
-    assert own == [["python3-venv=3.11.2-1+b1"]]
+    # The final stage is built on the stage that installs only the interpreter (a build may replace that stage by a
+    # base holding the same python3, as tools/image.sh does for arm64: `--build-context python=...`)
+    below = dockerfile.lineage(final, stages)[:-1]
+    assert [p for s in below for p in _apt_installs(s)] == [["python3=3.11.2-1+b1"]] and below[-1]["name"] == "python"
+    # The build stage is not: it runs on the build machine's platform, whatever the image's, and installs the same
+    # pinned python3 (the one that writes the virtualenv and byte-compiles it) with venv and ensurepip's pip wheel.
+    assert build not in below and build["platform"] == "$BUILDPLATFORM"
+    assert [p for s in dockerfile.lineage(build, stages) for p in _apt_installs(s)] == [
+        ["python3=3.11.2-1+b1", "python3-venv=3.11.2-1+b1"]]
 
 
 def test_every_apt_install_is_pinned_without_recommends_and_leaves_no_lists():
@@ -86,21 +86,33 @@ def test_every_apt_install_is_pinned_without_recommends_and_leaves_no_lists():
                 assert packages and all("=" in p for p in packages), args
 
 
-def test_dependencies_come_from_the_hash_pinned_lock_then_the_project_in_the_build_stage():
+def test_dependencies_come_from_the_hash_pinned_lock_then_the_project_for_the_image_s_platform():
     stages = _stages()
-    runs = [(i, args) for i, s in enumerate(stages) for k, args in s["steps"] if k == "RUN"]
-    installs = [(i, args) for i, args in runs if "pip install" in args]
-    assert len(installs) == 1
-    stage, command = installs[0]
-    assert stage < len(stages) - 1, "pip install runs in a build stage, not in the final image"
-    steps = dockerfile.pip_installs(command)
-    assert len(steps) == 2
-    locked, project = steps
-    # every dependency from the lock, each file checked against its hash; nothing resolved beside it
-    assert locked[:2] == ["pip", "install"] and {"--require-hashes", "--no-deps", "--no-cache-dir"} <= set(locked)
-    assert locked[locked.index("-r") + 1] == "requirements.lock"
-    assert project[:2] == ["pip", "install"] and project[-1] == "." and "--no-deps" in project
-    copies = [args for k, args in stages[stage]["steps"] if k == "COPY"]
+    build = dockerfile.build_stage()
+    assert stages.index(build) < len(stages) - 1, "pip runs in a build stage, not in the final image"
+    (command,) = [args for k, args in build["steps"] if k == "RUN" and "pip" in args]
+    steps = [shlex.split(part) for part in command.split("&&")]
+    # the image's virtualenv made without pip (no installer, no setuptools in the image); pip in a virtualenv of its own
+    assert steps[0] == ["python3", "-m", "venv", "--without-pip", "$VIRTUAL_ENV"]
+    assert steps[1] == ["python3", "-m", "venv", "installer"]
+    # the options every install takes: the wheels of the image's platform (TARGETARCH), nothing resolved, scripts for
+    # the image virtualenv's interpreter, no bytecode of pip's own (timestamped: compileall writes it below)
+    (common,) = [s for s in steps if s[:2] == ["set", "--"]]
+    assert common[2:4] == ["--python", "$VIRTUAL_ENV/bin/python3"] and common[4] == "install"
+    assert {"--no-deps", "--no-compile", "--only-binary=:all:"} <= set(common)
+    assert "TARGETARCH" in command and any("manylinux_2_${glibc}_$machine" in " ".join(s) for s in steps)
+    installs = [s for s in steps if s[:2] == ["installer/bin/pip", "$@"]]
+    assert len(installs) == 2
+    locked, project = installs
+    # every dependency from the lock, each file checked against its hash; then the project's own wheel, built here
+    assert {"--require-hashes", "-r"} <= set(locked) and locked[locked.index("-r") + 1] == "requirements.lock"
+    assert project[-1] == "wheels/gpu_admission-*.whl"
+    assert ["installer/bin/pip", "wheel", "--no-deps", "--wheel-dir", "wheels", "."] in steps
+    # byte-compiled by the build's interpreter, each .pyc recording its source's hash, not this build's time
+    # (-f: also where an import during the build left a timestamped .pyc, which compileall would keep otherwise)
+    assert steps[-1] == ["$VIRTUAL_ENV/bin/python3", "-m", "compileall", "-q", "-f", "-j", "0",
+                         "--invalidation-mode", "unchecked-hash", "$VIRTUAL_ENV"]
+    copies = [args for k, args in build["steps"] if k == "COPY"]
     assert any("requirements.lock" in c for c in copies)
     assert any("pyproject.toml" in c for c in copies) and any(c.startswith("webhook") for c in copies)
 
@@ -118,7 +130,8 @@ def test_final_stage_has_no_build_tools_caches_or_sources():
         assert word not in text
     copies = [args for k, args in final["steps"] if k == "COPY"]
     assert copies and all(c.startswith("--from=") for c in copies)
-    assert "pip uninstall --yes pip" in DOCKERFILE.read_text()  # no installer left in the image
+    # no installer, no setuptools: the virtualenv the final stage copies was made without pip (above)
+    assert 'venv --without-pip "$VIRTUAL_ENV"' in DOCKERFILE.read_text()
     env = " ".join(args for k, args in final["steps"] if k == "ENV")
     assert "PYTHONDONTWRITEBYTECODE=1" in env  # read-only root filesystem
     build_env = " ".join(args for s in _stages()[:-1] for k, args in s["steps"] if k == "ENV")

@@ -20,11 +20,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.utils import canonicalize_name
 
 from tests import dockerfile
 from tests.chart.conftest import CHART, rendered_set
 from tests.support import REPO, free_port
 from tests.test_release import VERSION
+from tools import sbom
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]  # `make e2e`, after `make image`
 
@@ -112,6 +114,13 @@ def test_no_pip_no_compiler_no_build_leftovers(bundle):
     pip = [p for p in paths if p.name in ("pip", "pip3", "pip3.11") or (p.name.startswith("pip-")
                                                                         and p.suffix in (".whl", ".dist-info"))]
     assert pip == []
+    # nor setuptools, which `python3 -m venv` would seed (66.1.1 on 3.11: CVE-2024-6345); the virtualenv's
+    # distributions are exactly the lock's and the project
+    site = rootfs / "opt/gpu-admission/lib/python3.11/site-packages"
+    assert [p for p in paths if p.name.startswith(("setuptools", "pkg_resources", "_distutils_hack",
+                                                   "distutils-precedence"))] == []
+    installed = {canonicalize_name(d.name.rsplit("-", 1)[0]) for d in site.glob("*.dist-info")}
+    assert installed == set(sbom.lock_pins(REPO / "requirements.lock")) | {"gpu-admission"}
     # a compiler driver or its passes, as a program (directories such as usr/share/gcc hold runtime-library data)
     assert [p for p in paths if (COMPILERS.match(p.name) or p.name in ("cc1", "cc1plus", "collect2"))
             and not stat.S_ISDIR((rootfs / p).lstat().st_mode)] == []
@@ -125,6 +134,13 @@ def test_no_pip_no_compiler_no_build_leftovers(bundle):
     python = rootfs / "opt/gpu-admission/bin/python3"
     assert os.readlink(python) == "/usr/bin/python3" and (rootfs / "usr/bin/python3.11").is_file()
     assert list((rootfs / "opt/gpu-admission/lib/python3.11/site-packages/webhook/__pycache__").glob("app.*.pyc"))
+    # every .pyc records its source's hash, unchecked (flags 0b01), none the time of the build (flags 0): two builds
+    # of the same tree write the same bytes
+    flags = {}
+    for pyc in (rootfs / "opt/gpu-admission").rglob("*.pyc"):
+        with open(pyc, "rb") as handle:
+            flags.setdefault(int.from_bytes(handle.read(8)[4:8], "little"), []).append(pyc.relative_to(rootfs))
+    assert set(flags) == {1}, {k: v[:3] for k, v in flags.items() if k != 1}
 
 
 def _pod_files(rendered, base: Path) -> dict[str, Path]:

@@ -61,8 +61,9 @@ def build_context(dest: Path) -> Path:
     return dest
 
 
-def run(argv: list, **kwargs) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, check=False, **kwargs)
+def run(argv: list, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, check=False,
+                          **kwargs)
     assert done.returncode == 0, f"{argv}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return done
 

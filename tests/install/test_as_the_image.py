@@ -1,9 +1,9 @@
 """The project installed into a fresh virtualenv by the Dockerfile's own build steps, run by a shell as the image's
 build runs them (its ENV, its WORKDIR holding what its COPY lines copy, its RUN lines verbatim; only the apt steps,
-which give the image its interpreter, are left to the image build): the lock with `--require-hashes --no-deps`,
-then the project with `--no-deps`. Then the image's entry point and `gpu-admission serve`, each answering /readyz:
-a dependency the lock lacks (gunicorn's gevent worker imports packaging) stops them here, as it would stop every
-replica."""
+which give the image its interpreter, are left to the image build): a virtualenv made without pip, the lock's
+wheels for this machine's platform with `--require-hashes --no-deps` into it, then the project's own wheel. Then the
+image's entry point and `gpu-admission serve`, each answering /readyz: a dependency the lock lacks (gunicorn's gevent
+worker imports packaging) stops them here, as it would stop every replica."""
 from __future__ import annotations
 
 import os
@@ -38,21 +38,20 @@ def installed(tmp_path_factory, wheelhouse):
         env[key] = value.replace("$PATH", env["PATH"])
     src = build_context(base / "src")
     for command in _build_runs():
-        run(["sh", "-ec", command], cwd=src, env=env)
+        # one RUN makes both virtualenvs, builds the project's wheel, installs and byte-compiles everything
+        run(["sh", "-ec", command], cwd=src, env=env, timeout=1200)
     return {"venv": venv, "base": base, "env": base_env(base)}
 
 
 def test_the_steps_run_are_the_dockerfile_s_lock_then_project_installs():
-    """What the fixture ran is the Dockerfile's text, so the two cannot drift; and that text installs the lock with
-    hashes and no resolution, then the project without its dependencies."""
-    runs = _build_runs()
-    assert runs[0] == 'python3 -m venv "$VIRTUAL_ENV"'
-    installs = [step for command in runs for step in dockerfile.pip_installs(command)]
-    assert installs == [
-        ["pip", "install", "--no-cache-dir", "--require-hashes", "--no-deps", "-r", "requirements.lock"],
-        ["pip", "install", "--no-cache-dir", "--no-deps", "."],
-    ]
-    assert runs[-1].endswith("pip uninstall --yes pip")
+    """What the fixture ran is the Dockerfile's text, so the two cannot drift; and that text makes the virtualenv
+    without pip, then installs the lock with hashes and no resolution, then the project without its dependencies
+    (tests/chart/test_dockerfile.py reads the options)."""
+    (command,) = _build_runs()
+    assert command.startswith('python3 -m venv --without-pip "$VIRTUAL_ENV" && ')
+    installs = [part.split() for part in command.split("&&") if part.split()[:2] == ["installer/bin/pip", '"$@"']]
+    assert [i[-1] for i in installs] == ["requirements.lock", "wheels/gpu_admission-*.whl"]
+    assert "--require-hashes" in installs[0]
 
 
 def _pin(text: str) -> tuple[str, str]:
@@ -60,7 +59,7 @@ def _pin(text: str) -> tuple[str, str]:
     return canonicalize_name(name), version
 
 
-def test_the_virtualenv_holds_the_lock_and_the_project_and_no_pip(installed):
+def test_the_virtualenv_holds_the_lock_and_the_project_and_no_pip_or_setuptools(installed):
     venv = installed["venv"]
     listed = run([venv / "bin" / "python", "-c",
                   "import importlib.metadata as m; print('\\n'.join(d.metadata['Name'] + '==' + d.version"
@@ -68,10 +67,9 @@ def test_the_virtualenv_holds_the_lock_and_the_project_and_no_pip(installed):
     have = {_pin(line) for line in listed}
     locked = {_pin(line.split()[0]) for line in (REPO / "requirements.lock").read_text().splitlines()
               if "==" in line and not line.startswith((" ", "#"))}
-    assert locked <= have, sorted(locked - have)  # every pin, at its version
-    assert ("gpu-admission", VERSION) in have
-    assert not [name for name, _ in have if name == "pip"]
-    assert not (venv / "bin" / "pip").exists()
+    # every pin at its version, the project, and nothing else: no pip, no setuptools (venv --without-pip)
+    assert have == locked | {("gpu-admission", VERSION)}, sorted(have ^ (locked | {("gpu-admission", VERSION)}))
+    assert not list(venv.glob("bin/pip*")) and not list(venv.glob("lib/python3*/site-packages/setuptools*"))
 
 
 def test_the_image_s_entry_point_answers_readyz(installed):

@@ -1,6 +1,7 @@
 """The arm64 image `make release` built (dist/gpu-admission-<version>-arm64.oci.tar), run on this amd64 machine under
 emulation (Debian's qemu-user-static through binfmt_misc, tools/binfmt.sh) exactly as tests/image runs the amd64 one:
-the chart's pod settings under runc, its entry point answering /readyz over HTTPS and on the probe port."""
+the chart's pod settings under runc, its entry point answering /readyz over HTTPS and on the probe port. Its
+virtualenv was built on amd64 (tools/image.sh), so this is where its aarch64 wheels first run."""
 from __future__ import annotations
 
 import json
@@ -42,6 +43,11 @@ def test_its_programs_are_aarch64(bundle):
     with open(bundle / "rootfs" / "usr" / "bin" / "python3.11", "rb") as program:
         header = program.read(20)
     assert header[:4] == b"\x7fELF" and int.from_bytes(header[18:20], "little") == 0xB7  # EM_AARCH64
+
+
+# its filesystem read as the amd64 image's is: no pip, no setuptools, no compiler, no build leftovers, the
+# virtualenv on Debian's interpreter holding exactly the lock and the project, byte-compiled
+test_no_pip_no_compiler_no_build_leftovers = test_image.test_no_pip_no_compiler_no_build_leftovers
 
 
 def test_the_entry_point_answers_readyz_under_emulation(container):

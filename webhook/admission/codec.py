@@ -93,7 +93,7 @@ def read_request(r: dict) -> AdmissionRequest:
     op = r.get("operation")
     if op not in OPERATIONS:
         raise BadReview(f"request.operation: must be one of {', '.join(OPERATIONS)}, not {_show(op)}")
-    values = []
+    values: list[Any] = []
     for key, expected in _OPTIONAL:  # a loop in place: this runs for every request
         value = r.get(key)
         if value is not None and type(value) is not expected:

@@ -120,7 +120,8 @@ def test_no_pip_no_compiler_no_build_leftovers(bundle):
     # (a package's top level only: cffi, for one, ships a setuptools_ext module of its own)
     assert [p for p in paths if p.parent.name in ("site-packages", "dist-packages")
             and p.name.startswith(("setuptools", "pkg_resources", "_distutils_hack", "distutils-precedence"))] == []
-    installed = {canonicalize_name(d.name.rsplit("-", 1)[0]) for d in site.glob("*.dist-info")}
+    installed = {canonicalize_name(d.name.removesuffix(".dist-info").rsplit("-", 1)[0])
+                 for d in site.glob("*.dist-info")}
     assert installed == set(sbom.lock_pins(REPO / "requirements.lock")) | {"gpu-admission"}
     # a compiler driver or its passes, as a program (directories such as usr/share/gcc hold runtime-library data)
     assert [p for p in paths if (COMPILERS.match(p.name) or p.name in ("cc1", "cc1plus", "collect2"))

@@ -1,6 +1,7 @@
-"""The chart's escape hatches (DESIGN.md section 11, as Kyverno's and Gatekeeper's charts have them): each value
-lands where Kubernetes reads it, and the defaults stay as they were. Every value set here is also in VALUE_SETS,
-so test_render_and_validate validates its objects strictly against the Kubernetes 1.34 schemas."""
+"""The chart's escape hatches (docs/deployment.md, Escape hatches; as Kyverno's and Gatekeeper's charts have
+them): each value lands where Kubernetes reads it, and the defaults stay as they were. Every value set here is
+also in VALUE_SETS, so test_render_and_validate validates its objects strictly against the Kubernetes 1.34
+schemas."""
 from __future__ import annotations
 
 import helm_python

@@ -1,5 +1,6 @@
 """A test client that calls the webhook the way the kube-apiserver does, and judges every answer the
-way the kube-apiserver does (DESIGN.md section 8), since no local cluster can show us either side.
+way the kube-apiserver does (docs/architecture.md, The AdmissionReview contract), since no local cluster can
+show us either side.
 
 - Objects are shaped as the apiserver hands them to admission: quantities as strings, scheme defaults
   filled in, and the in-tree admission plugins' additions (service account token volume and mounts,

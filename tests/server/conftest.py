@@ -16,7 +16,7 @@ from webhook.settings import Settings
 
 from .apiserver import ApiServer
 
-# Policies by name: the shipped default with a few keys replaced. Every mode of DESIGN.md section 7.
+# Policies by name: the shipped default with a few keys replaced. Every mode of docs/rules/README.md, Modes.
 # Every rule that denies by default, set to warn (derived from the rule table: a new rule is in it).
 ALL_RULES_WARN = "rules: {" + ", ".join(f"{r.value}: warn" for r in VALIDATIONS
                                         if DEFAULT_ACTIONS[r] is Action.ENFORCE) + "}"

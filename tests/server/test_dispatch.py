@@ -1,4 +1,4 @@
-"""What no rule may block (DESIGN.md section 7), end to end: cleanup always goes through."""
+"""What no rule may block (docs/architecture.md, Never blocked), end to end: cleanup always goes through."""
 from __future__ import annotations
 
 import copy

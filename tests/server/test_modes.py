@@ -1,4 +1,4 @@
-"""Modes end to end (DESIGN.md section 7): enforce denies, warn warns, audit/dry-run reports what would
+"""Modes end to end (docs/rules/README.md, Modes): enforce denies, warn warns, audit/dry-run reports what would
 have happened (warnings, audit annotations, log, metrics) and applies no patch; and what happens when a
 rule or the whole evaluation fails."""
 from __future__ import annotations

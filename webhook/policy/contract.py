@@ -99,10 +99,6 @@ class Definition:
     reason: str | None = None
     checks: tuple[Check, ...] = ()
     mutation: Mutator | None = None
-    # The rule's in-tree export and coverage (webhook/intree: the ValidatingAdmissionPolicy or
-    # MutatingAdmissionPolicy that decides it in the apiserver, and which objects it covers) join the
-    # definition here; until then webhook/intree keeps them by rule id.
-    in_tree: None = None
 
     def __post_init__(self) -> None:
         if (self.reason is None) is not self.rule.is_mutation:

@@ -77,6 +77,16 @@ def exempt(obj: dict[str, Any], kind: str, namespace: str, policy: Policy) -> Ev
     return None
 
 
+class _Planned(NamedTuple):
+    """A mutation as the configuration of one namespace runs it."""
+
+    rule: Rule
+    mutator: Mutator
+    action: Action
+    applied: bool  # its edits go into the patch (not at audit, nor in dry-run)
+    announced: bool  # its edits are also said, as warnings (warn) or in reports (audit, dry-run)
+
+
 class _Plan(NamedTuple):
     """What the configuration makes of one namespace: the same for every request there."""
 
@@ -84,8 +94,8 @@ class _Plan(NamedTuple):
     language: str  # of the messages: the policy's, or the namespace override's
     actions: Mapping[Rule, Action]
     checks: Mapping[Target, tuple[tuple[Rule, Check], ...]]  # the checks whose action is not off, by target
-    mutations: tuple[tuple[Rule, Mutator], ...]  # the mutations whose action is not off, in the order they run
-    debug_mutations: tuple[tuple[Rule, Mutator], ...]  # those of them that edit a `kubectl debug` update
+    mutations: tuple[_Planned, ...]  # the mutations whose action is not off, in the order they run
+    debug_mutations: tuple[_Planned, ...]  # those of them that edit a `kubectl debug` update
     in_tree: frozenset[Rule]  # rules the apiserver's own policies decide, for the objects they cover
     in_tree_mutations: frozenset[Rule]  # mutations the apiserver's own policies apply, for the Pods they cover
 
@@ -93,13 +103,20 @@ class _Plan(NamedTuple):
 def _make_plan(policy: Policy, namespace: str) -> _Plan:
     (mode, actions), language = policy.settings_for(namespace), policy.language_for(namespace)
     checks = {t: tuple((r, c) for r, c in CHECKS[t] if actions[r] is not Action.OFF) for t in Target}
-    mutations = tuple((d.rule, d.mutation) for d in MUTATIONS if d.mutation and actions[d.rule] is not Action.OFF)
+    dry_run = mode == "audit"
+    mutations = tuple(_planned(d.rule, d.mutation, actions[d.rule], dry_run) for d in MUTATIONS
+                      if d.mutation and actions[d.rule] is not Action.OFF)
     in_tree = policy.derived(exported_rules) if policy.in_tree.validation and not policy.is_exempt(namespace) \
         else frozenset()
     in_tree_mutations = frozenset(r for r in policy.derived(mutated_rules) if silent_in(policy, r, namespace)) \
         if policy.in_tree.mutation and not policy.is_exempt(namespace) else frozenset()
-    return _Plan(mode == "audit", language, actions, checks, mutations,
-                 tuple((r, m) for r, m in mutations if m.debug is not None), in_tree, in_tree_mutations)
+    return _Plan(dry_run, language, actions, checks, mutations,
+                 tuple(m for m in mutations if m.mutator.debug is not None), in_tree, in_tree_mutations)
+
+
+def _planned(rule: Rule, mutator: Mutator, action: Action, dry_run: bool) -> _Planned:
+    applied = not dry_run and action is not Action.AUDIT
+    return _Planned(rule, mutator, action, applied, not applied or action is Action.WARN)
 
 
 def _plan(policy: Policy, namespace: str) -> _Plan:
@@ -172,7 +189,7 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
     kind = view.kind.kind
     facts = analyse(view, policy, context)
     lifted = _lifted(policy, namespace, name, view.spec, context.user)
-    dry_run, actions = plan.dry_run, plan.actions
+    dry_run = plan.dry_run
     errors: list[RuleError] = []
     reported: list[Violation] = []
     mutations: list[Mutation] = []
@@ -182,11 +199,9 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
     if mutate and view.kind.mutated and (operation == "CREATE" or debug) and not infrastructure_only:
         work = Draft(obj)
         # A debug container's update may change nothing else: only the mutations that edit the added containers.
-        for rule, mutation in plan.mutations if not debug else plan.debug_mutations:
+        for rule, mutation, action, apply, announce in plan.mutations if not debug else plan.debug_mutations:
             if rule in lifted or (rule in plan.in_tree_mutations and covered(frozenset({rule}), view, policy)):
                 continue  # excepted, or already applied by the apiserver's MutatingAdmissionPolicy
-            action = actions[rule]
-            apply = not dry_run and action is not Action.AUDIT
             target = work if apply or dry_run else Draft(work.root)
             try:
                 if not debug:
@@ -194,18 +209,18 @@ def _pod_bearing(obj: dict[str, Any], view: PodView, name: str, namespace: str, 
                 else:
                     assert mutation.debug is not None and added_ephemeral is not None  # as plan.debug_mutations hold
                     records = mutation.debug(target, facts, policy, context, added_ephemeral)
-                if mutation.withheld is not None and not debug:
-                    # what it would have set but did not is said, as a warning (or at audit)
+                withheld = mutation.withheld(facts, policy, context) if mutation.withheld and not debug else None
+                if withheld:  # what it would have set but did not is said, as a warning (or at audit)
                     reported.extend(
                         Violation(rule, Action.AUDIT if action is Action.AUDIT else Action.WARN, f.path,
                                   line(policy, rule, view.subject, f.what, f.why, f.fix, plan.language))
-                        for f in mutation.withheld(facts, policy, context))
+                        for f in withheld)
             except Exception as exc:
                 errors.append(_failed(rule, exc, policy, deniable=False))  # /mutate never denies
                 continue
             if records:
                 mutations.append(Mutation(rule, action, tuple(map(_first, records)), apply))
-            if not apply or action is Action.WARN:
+            if announce:
                 reported.extend(
                     Violation(rule, action, path,
                               mutation_line(policy, rule, view.subject, apply, what, path, plan.language))

@@ -98,6 +98,7 @@ CASES = [
     pytest.param(
         pod([plain(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}])], runtimeClassName="nvidia"),
         None, id="hide-gpus-never-overwrites-env"),
+    pytest.param(pod([plain()], runtimeClassName="runc"), None, id="other-runtime-hides-no-gpus"),
     pytest.param(pod([plain()]), None, id="plain-pod-untouched"),
     pytest.param(
         pod([gpu()], nodeSelector=DP_LABELS, tolerations=[GPU_TOLERATION], runtimeClassName="nvidia",

@@ -43,8 +43,11 @@ def _contradictions(sc: Mapping[str, Any], security: SecurityDefaults, container
     if container:
         if security.allow_privilege_escalation is False and sc.get("allowPrivilegeEscalation") is True:
             out.append(("allowPrivilegeEscalation", "allowPrivilegeEscalation: true", FIX_ESCALATION))
-        if security.drop_capabilities and "capabilities" in sc:
-            added = [a for a in as_list(as_dict(sc["capabilities"]).get("add")) if type(a) is str]
+        adds = as_list(as_dict(sc["capabilities"]).get("add")) if "capabilities" in sc else ()
+        # read before the list is built: after default-security-context every container has capabilities
+        # (its drop), and few add any
+        if security.drop_capabilities and adds:
+            added = [a for a in adds if type(a) is str]
             if added:
                 out.append(("capabilities.add", f"capabilities.add: [{', '.join(added)}]",
                             FIX_CAPABILITIES))

@@ -31,7 +31,9 @@ def _container_defaults(sc: Mapping[str, Any], security: SecurityDefaults) -> di
     out: dict[str, Any] = {}
     caps = as_dict(sc.get("capabilities"))
     added = as_list(caps.get("add"))
-    escalating = sc.get("privileged") is True or any(a in _ESCALATING_CAPS for a in added if type(a) is str)
+    # the generator only where the container adds capabilities: most add none, and a generator costs its frame
+    escalating = sc.get("privileged") is True or (
+        bool(added) and any(a in _ESCALATING_CAPS for a in added if type(a) is str))
     if security.allow_privilege_escalation is not None and "allowPrivilegeEscalation" not in sc and not escalating:
         out["allowPrivilegeEscalation"] = security.allow_privilege_escalation
     if security.read_only_root_filesystem is not None and "readOnlyRootFilesystem" not in sc:

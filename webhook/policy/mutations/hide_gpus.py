@@ -26,8 +26,7 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | Non
     pods/ephemeralcontainers: the ephemeral containers it adds (`ephemeral`), which never request one; a
     CUDA image's ENV would otherwise give a debug container NVIDIA_VISIBLE_DEVICES=all."""
     runtime = as_dict(draft.root.get("spec")).get("runtimeClassName")  # after default-runtime-class
-    if runtime is None or not any(c.mechanism == DEVICE_PLUGIN and c.runtime_class_name == runtime
-                                  for c in policy.cohorts):
+    if type(runtime) is not str or runtime not in policy.derived(_device_plugin_runtimes):
         return []
     gpu = facts.gpu_containers()
     records: list[tuple[str, Said]] = []
@@ -38,13 +37,19 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | Non
         elif c.section != "ephemeralContainers" or c.name not in ephemeral:
             continue
         env = as_list(c.raw.get("env"))
-        if any(as_dict(e).get("name") == VARIABLE for e in env):
+        if env and any(as_dict(e).get("name") == VARIABLE for e in env):
             continue
         index = c.position
         draft.node("spec", c.section, index, "env", create=list).append({"name": VARIABLE, "value": "void"})
         records.append((f"spec.{c.section}[{index}].env",
                         partial(_said, c, str(runtime))))
     return records
+
+
+def _device_plugin_runtimes(policy: Policy) -> frozenset[str]:
+    """The RuntimeClasses of the device-plugin cohorts: those whose NVIDIA runtime reads the variable."""
+    return frozenset(c.runtime_class_name for c in policy.cohorts if c.mechanism == DEVICE_PLUGIN and
+                     c.runtime_class_name)
 
 
 def debug(draft: Draft, facts: GpuFacts, policy: Policy, context: Context,

@@ -94,18 +94,20 @@ def revised_view(view: PodView, obj: dict[str, Any]) -> PodView:
     if spec is view.spec:
         return PodView(info, view.namespace, view.name if meta is view.meta else display_name(obj), obj, spec, meta,
                        view.prefix, view.containers)
-    before = {id(c.raw): c for c in view.containers}
+    before = view.containers  # in the order view_of read them, which is the order read here
     prefix = view.prefix
-    containers = []
+    containers: list[Container] = []
     for section, plain in SECTIONS:
         listed = spec.get(section)
         if type(listed) is not list:
             continue
         for i, c in enumerate(listed):
             if type(c) is dict:
-                kept = before.get(id(c))
-                containers.append(kept if kept is not None and kept.position == i and kept.section == section
-                                  else _container(c, section, plain, i, prefix))
+                # the original's container at the same place, kept where its dict is the same object (where
+                # the lists changed, a mismatch only means reading the container again)
+                kept = before[len(containers)] if len(containers) < len(before) else None
+                containers.append(kept if kept is not None and kept.raw is c and kept.position == i and
+                                  kept.section == section else _container(c, section, plain, i, prefix))
     return PodView(info, view.namespace, view.name if meta is view.meta else display_name(obj), obj, spec, meta,
                    prefix, tuple(containers))
 

@@ -229,8 +229,11 @@ def revised(facts: GpuFacts, view: PodView, policy: Policy, context: Context) ->
 def _swap(uses: tuple[ResourceUse, ...], swapped: dict[int, Container]) -> tuple[ResourceUse, ...]:
     if not uses:
         return uses
-    return tuple(ResourceUse(swapped.get(id(u.container), u.container), u.resource, u.amount, u.path, u.device_class)
-                 for u in uses)
+    out = []
+    for u in uses:  # a loop, not a generator: most pods have one or two uses, and a generator costs its frame
+        out.append(ResourceUse(swapped.get(id(u.container), u.container), u.resource, u.amount, u.path,
+                               u.device_class))
+    return tuple(out)
 
 
 def _swap_claim(claim: ClaimUse, swapped: dict[int, Container]) -> ClaimUse:

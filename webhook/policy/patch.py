@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+_ABSENT = object()  # what old holds at a key it lacks
 
-def _escape(key: str) -> str:
-    if "~" in key or "/" in key:  # RFC 6901; most keys have neither
-        return key.replace("~", "~0").replace("/", "~1")
-    return key
+
+def _pointer(path: str, key: str) -> str:
+    """`path` and then `key`, escaped as RFC 6901 says."""
+    return f'{path}/{key.replace("~", "~0").replace("/", "~1")}'
 
 
 def _same(a: object, b: object) -> bool:
@@ -31,15 +32,18 @@ def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
     if told is dict and tnew is dict:
         added = 0
         for key, value in new.items():
-            if key in old:
-                before = old[key]
-                if before is not value:  # shared subtrees (most of them) cost one identity test
-                    _diff(before, value, f"{path}/{_escape(key)}", ops)
-            else:
+            before = old.get(key, _ABSENT)
+            if before is value:  # shared subtrees (most of them) cost one lookup and one identity test
+                continue
+            # most keys need no escaping: tested here, without a call, as this runs for each key that changed
+            at = f"{path}/{key}" if "~" not in key and "/" not in key else _pointer(path, key)
+            if before is _ABSENT:
                 added += 1
-                ops.append({"op": "add", "path": f"{path}/{_escape(key)}", "value": value})
+                ops.append({"op": "add", "path": at, "value": value})
+            else:
+                _diff(before, value, at, ops)
         if len(old) + added != len(new):  # some key of old is gone (mutations only add: rare)
-            ops.extend({"op": "remove", "path": f"{path}/{_escape(key)}"} for key in old if key not in new)
+            ops.extend({"op": "remove", "path": _pointer(path, key)} for key in old if key not in new)
         return
     if told is list and tnew is list and len(new) >= len(old):
         for i, value in enumerate(old):

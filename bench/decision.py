@@ -26,6 +26,11 @@ tens of thousands of instructions a call at a few hundred rounds.
 puts each scenario's calls in a part of its own, an empty loop of as many turns is subtracted), after two warm-up
 calls each and with the collector off: the imports are counted once instead of twice per scenario.
 
+`--instructions --one-process --pieces` counts, the same way, the pieces of the decision one at a time on the
+same pod (the pod view, the context, the GPU facts, the four mutations with their Draft, the JSON patch, the
+mutated pod's view and facts derived, the checks on the pod and on the mutated pod): where mutate + validate
+spends what validate does not.
+
 `--capacity` runs instead the scenarios of unsatisfiable-request's cost: the same pod, and a DRA pod
 using the seed's template, with the Node and ResourceSlice lookups off and on. "On" is a ClusterResolver
 whose informers hold the cluster of tests/data/inventory (six Nodes, the H200 and MIG slices), set as
@@ -92,12 +97,17 @@ def main() -> None:
                         help="with --instructions: all scenarios in one process under callgrind, each scenario's calls "
                              "dumped as one part (--dump-before=time_sleep), the collector off: the imports are "
                              "counted once, not twice per scenario (minutes, not an hour, on a loaded machine)")
+    parser.add_argument("--pieces", action="store_true",
+                        help="with --instructions --one-process: the decision's pieces one at a time (view, context, "
+                             "facts, mutations, patch, the mutated pod's view and facts, the checks)")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # one scenario, --rounds times, nothing printed
     parser.add_argument("--run-parts", action="store_true", help=argparse.SUPPRESS)  # run_parts
     args = parser.parse_args()
     global SCENARIOS
     if args.capacity:
         SCENARIOS = "capacity"
+    elif args.pieces:
+        SCENARIOS = "pieces"
     elif args.in_tree:
         SCENARIOS = "in-tree"
     if args.instructions and args.one_process:
@@ -175,9 +185,54 @@ def make_capacity_scenarios() -> dict:
     return out
 
 
+def make_pieces() -> dict:
+    """The decision's pieces on the bench pod, each called alone on inputs made once (what the engine passes
+    from one to the next)."""
+    from webhook.evaluation.context import build_context
+    from webhook.objects.podspec import pod_view, revised_view
+    from webhook.policy import engine
+    from webhook.policy.contract import Target
+    from webhook.policy.draft import Draft
+    from webhook.policy.gpu import analyse, revised
+    from webhook.policy.patch import make_patch
+
+    pod = json.loads(POD.read_text())
+    policy, resolver = default_policy(), NoLookups()
+    namespace = pod["metadata"]["namespace"]
+    view = pod_view(pod, "Pod", namespace)
+    assert view is not None
+    context = build_context(pod, "Pod", namespace, policy=policy, resolver=resolver, view=view)
+    facts = analyse(view, policy, context)
+    plan = engine._plan(policy, namespace)
+    checks = plan.checks[Target.POD_SPEC]
+
+    def mutations() -> Draft:
+        draft = Draft(pod)
+        for planned in plan.mutations:
+            planned.mutator.mutate(draft, facts, policy, context)
+        return draft
+
+    mutated = mutations().root
+    new_view = revised_view(view, mutated)
+    new_facts = revised(facts, new_view, policy, context)
+    return {
+        "pod view": lambda: pod_view(pod, "Pod", namespace),
+        "context": lambda: build_context(pod, "Pod", namespace, policy=policy, resolver=resolver, view=view),
+        "GPU facts (analyse)": lambda: analyse(view, policy, context),
+        "checks": lambda: engine._run_checks(checks, facts, context, policy, frozenset(), []),
+        "mutations (Draft included)": mutations,
+        "JSON patch": lambda: make_patch(pod, mutated),
+        "mutated pod's view (revised_view)": lambda: revised_view(view, mutated),
+        "mutated pod's facts (revised)": lambda: revised(facts, new_view, policy, context),
+        "checks of the mutated pod": lambda: engine._run_checks(checks, new_facts, context, policy, frozenset(), []),
+    }
+
+
 def make_scenarios() -> dict:
     if SCENARIOS == "capacity":
         return make_capacity_scenarios()
+    if SCENARIOS == "pieces":
+        return make_pieces()
     pod = json.loads(POD.read_text())
     policy = default_policy()
     if SCENARIOS == "in-tree":
@@ -198,6 +253,7 @@ def _callgrind_total(scenario: str, rounds: int, out: Path, capacity: bool = Fal
     subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
                     "--run", scenario, "--rounds", str(rounds), *(["--capacity"] if capacity else []),
                     *(["--in-tree"] if SCENARIOS == "in-tree" else []),
+                    *(["--pieces"] if SCENARIOS == "pieces" else []),
                     *(["--collector-off"] if collector_off else [])],
                    check=True, capture_output=True,
                    env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(POD.parents[3])})
@@ -231,16 +287,21 @@ def count_bytecodes(fn) -> tuple[int, int]:
 PARTED = ("validate (all rules)", "mutate (+ JSON patch)", "mutate + validate mutated")
 
 
+def _parted(scenarios: dict) -> tuple[str, ...]:
+    return tuple(scenarios) if SCENARIOS == "pieces" else PARTED
+
+
 def run_parts(scenarios: dict, rounds: int) -> None:
     """Each scenario's `rounds` calls between two time.sleep(0) calls, then as many turns of an empty loop
     (the loop's and the boundary's own cost, subtracted): under callgrind's --dump-before=time_sleep each
     lands in a part of its own. After two warm-up calls of each, with the collector off."""
-    for name in PARTED:
+    parted = _parted(scenarios)
+    for name in parted:
         scenarios[name]()
         scenarios[name]()
     gc.collect()
     gc.disable()
-    for name in PARTED:
+    for name in parted:
         fn = scenarios[name]
         time.sleep(0)
         for _ in range(rounds):
@@ -260,7 +321,8 @@ def count_instructions_in_parts(rounds: int) -> None:
         out = Path(tmp) / "cg.out"
         subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=time_sleep", f"--callgrind-out-file={out}",
                         sys.executable, __file__, "--run-parts", "--rounds", str(rounds),
-                        *(["--in-tree"] if SCENARIOS == "in-tree" else [])],
+                        *(["--in-tree"] if SCENARIOS == "in-tree" else []),
+                        *(["--pieces"] if SCENARIOS == "pieces" else [])],
                        check=True, capture_output=True,
                        env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(POD.parents[3])})
         parts = []
@@ -268,7 +330,7 @@ def count_instructions_in_parts(rounds: int) -> None:
             found = re.search(r"^(?:summary|totals): (\d+)", f.read_text(), re.M)
             parts.append(int(found.group(1)) if found else 0)
     # parts: imports and warm-up, then per scenario its calls and the empty loop
-    for i, name in enumerate(PARTED):
+    for i, name in enumerate(_parted(make_scenarios())):
         calls, empty = parts[1 + 2 * i], parts[2 + 2 * i]
         print(f"{name:<40} {(calls - empty) / rounds:>18,.0f}")
 

@@ -208,8 +208,8 @@ def make_pieces() -> dict:
 
     def mutations() -> Draft:
         draft = Draft(pod)
-        for planned in plan.mutations:
-            planned.mutator.mutate(draft, facts, policy, context)
+        for planned in plan.mutations:  # (rule, mutator, ...), as in the engines before this one
+            planned[1].mutate(draft, facts, policy, context)
         return draft
 
     mutated = mutations().root

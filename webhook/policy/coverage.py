@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from webhook.config.model import Cohort, Policy
 from webhook.objects.claims import ClaimSpec
@@ -27,21 +26,22 @@ from webhook.policy.checks.visible_devices_override import HIDDEN as HIDDEN
 from webhook.policy.contract import InTree
 from webhook.policy.definitions import DEFINITIONS
 from webhook.policy.pinning import pinnable as pinnable
-from webhook.policy.pinning import pinned as pinned
 from webhook.rules import Action, Rule
 
-# Above, the names the exporter's CEL (webhook/intree) mirrors, where each rule's module defines them.
+# (The `X as X` imports above: names the exporter's CEL (webhook/intree) mirrors, from the rule modules that define
+# them.)
 
-IN_TREE: Mapping[Rule, InTree] = MappingProxyType({d.rule: d.in_tree for d in DEFINITIONS if d.in_tree})
+# Each rule's in-tree export, where it has one.
+IN_TREE: Mapping[Rule, InTree] = {d.rule: d.in_tree for d in DEFINITIONS if d.in_tree}
 # The rules `export` can write ValidatingAdmissionPolicies for, in the order it writes them, and
 # MutatingAdmissionPolicies for.
 EXPORTED = tuple(sorted((r for r in IN_TREE if not r.is_mutation), key=lambda r: IN_TREE[r].order))
 MUTATED = tuple(sorted((r for r in IN_TREE if r.is_mutation), key=lambda r: IN_TREE[r].order))
 # Each exported rule's coverage of pod-bearing objects (through their pod spec), and of claims.
-COVERED: Mapping[Rule, Callable[[PodView, Policy], bool]] = MappingProxyType(
-    {r: t.covers for r, t in IN_TREE.items() if t.covers is not None})
-CLAIMS_COVERED: Mapping[Rule, Callable[[ClaimSpec, Policy], bool]] = MappingProxyType(
-    {r: t.covers_claim for r, t in IN_TREE.items() if t.covers_claim is not None})
+COVERED: Mapping[Rule, Callable[[PodView, Policy], bool]] = {
+    r: t.covers for r, t in IN_TREE.items() if t.covers is not None}
+CLAIMS_COVERED: Mapping[Rule, Callable[[ClaimSpec, Policy], bool]] = {
+    r: t.covers_claim for r, t in IN_TREE.items() if t.covers_claim is not None}
 
 
 # ------------------------------------------------------------------------------------------------ the bindings

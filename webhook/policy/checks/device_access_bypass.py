@@ -194,8 +194,8 @@ def plain_path(path: str) -> bool:
 
 
 def covers(view: PodView, policy: Policy) -> bool:
-    """No platform device annotation, privileged container or device-list mount (which device paths they name
-    needs a parser CEL does not have), and every hostPath a plain path."""
+    """No platform device annotation, privileged container or device-list mount, and every hostPath volume's path
+    one the host resolves to itself."""
     platform = policy.platform_device_annotations
     annotations = view.meta.get("annotations")
     if platform and type(annotations) is dict and any(type(k) is str and k.startswith(platform) for k in annotations):

@@ -122,7 +122,6 @@ def _gpu_relevant(facts: GpuFacts, policy: Policy) -> bool:
 
 # ----------------------------------------------------------------------------------- its in-tree export's coverage
 
-
 def exported(policy: Policy) -> bool:
     return bool(policy.visible_device_variables)
 

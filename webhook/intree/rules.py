@@ -139,7 +139,7 @@ def _counted(c: str, section: str, name: Callable[[str], str]) -> str:
     (more than 0, and in requests only where the limits do not name it) and its name satisfies `name`."""
     m = f"{c}.resources.{section}"
     unlimited = "" if section == "limits" else f" && !(has({c}.resources.limits) && k in {c}.resources.limits)"
-    return f"({name('k')}){unlimited} && quantity({m}[k]).sign() > 0"
+    return f"({name('k')}){unlimited} && quantity({m}[k]).isGreaterThan(quantity('0'))"
 
 
 def _container_asks(c: str, name: Callable[[str], str]) -> str:
@@ -273,7 +273,8 @@ def _placed(policy: Policy) -> list[dict[str, str]]:
     """The variables `placed` (every container of the pod spec, in the engine's order, with its section's number:
     [0, container], [1, init container], [2, ephemeral container]), where the sections start in it (_bounds), and
     `who`: each container as messages name it (messages.who), in the namespace's language."""
-    placed = " + ".join(f"(has({S}.{section}) ? {S}.{section}.map(c, [{k}, c]) : [])"
+    # (dyn: the apiserver wants a list literal's elements of one type)
+    placed = " + ".join(f"(has({S}.{section}) ? {S}.{section}.map(c, [dyn({k}), c]) : [])"
                         for k, (section, _) in enumerate(SECTIONS))
     init: Piece = If("has(t[1].restartPolicy) && t[1].restartPolicy == 'Always'", CONTAINER_WORDS[SIDECAR],
                      CONTAINER_WORDS["init container"])
@@ -372,8 +373,8 @@ def _contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str,
 
 def _run_as_root(shape: Shape, policy: Policy, lines: Lines) -> tuple[list[dict[str, Any]], list[Validation]]:
     """One validation per setting the pod's securityContext contradicts, and per section and setting its
-    containers' do: the first container that does, at `<section><n>` of `placed` (every container with its
-    section's number: each setting's condition is written once, in `root<n>`), named by `who`."""
+    containers' do: the first container that does, the first of the section's number in `root<n>` (each
+    container of `placed` with its setting n: its section's number, or -1), named by `who`."""
     why = msg(rar.WHY, cohort=Cel("variables.cohort"), uid=str(policy.security.run_as_user))
     variables: list[dict[str, Any]] = [_cohort(policy), *_placed(policy)]
     out = []
@@ -389,8 +390,7 @@ def _run_as_root(shape: Shape, policy: Policy, lines: Lines) -> tuple[list[dict[
     offsets = ("0", "variables.init_at", "variables.ephemeral_at")
     for k, (section, _) in enumerate(SECTIONS):
         for n, (field, _, _, fix) in enumerate(settings):
-            j = f"variables.{section}{n}"
-            variables.append({"name": f"{section}{n}", "expression": f"variables.root{n}.indexOf({k})"})
+            j = f"variables.root{n}.indexOf({k})"  # the first container of the section with the setting
             setting = _contradictions(f"variables.placed[{j}][1].securityContext", True, policy)[n][2]
             at = cat(shape.path, _at(section, j + (f" - {offsets[k]}" if k else "")), f".securityContext.{field}")
             out.append(Validation(f"{j} < 0", lines.line(

@@ -114,15 +114,6 @@ def _cel_map(values: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{lit(k)}: {lit(v)}" for k, v in sorted(values.items())) + "}"
 
 
-def _by_kind(kind: str, pieces: Mapping[str, Piece]) -> Piece:
-    """The piece of the config's kind (`kind`: CEL of the kind; the last entry where none matches)."""
-    items = list(pieces.items())
-    out = items[-1][1]
-    for k, piece in reversed(items[:-1]):
-        out = If(f"{kind} == {lit(k)}", piece, out)
-    return out
-
-
 def _by_driver(driver: str, make: Callable[[str], Piece]) -> Piece:
     gpu, cd = DRIVER_KINDS
     return If(f"{driver} == {lit(gpu)}", make(gpu), make(cd))
@@ -148,7 +139,8 @@ def validations(shape: Shape, policy: Policy, lines: Lines) -> tuple[list[dict[s
     def check(name: str, fails: Callable[[str], str],
               message: Callable[[str, Callable[[str], Piece]], tuple[Piece, Piece, Piece]]) -> None:
         """A validation: the first NVIDIA config for which `fails` (CEL of the config `c`) holds, its message
-        made by `message` of the config's CEL and a path maker (suffix -> the field path)."""
+        made by `message` of the config's CEL and a path maker (suffix -> the field path). A condition that
+        starts with `own` reads the `own` configs, the others the `nv` ones."""
         condition, owned = fails("c"), own("c") + " && "
         listed = "variables.own" if condition.startswith(owned) else "variables.nv"
         condition = condition.removeprefix(owned)

@@ -1,8 +1,8 @@
 """The policy in force as admissionregistration.k8s.io objects: per exported rule one ValidatingAdmissionPolicy
 for every kind it reads (webhook/intree/shapes.py: pod specs, or claims and claim templates), and one binding
-per action the rule has across namespaces. A policy's matchConditions hold
-only the config's exceptions; the rule's coverage is its `covered` variable, which every validation reads first,
-so that it is written once over the variables the checks share."""
+per action the rule has across namespaces. A policy's matchConditions hold only the config's exceptions; the
+rule's coverage is its `covered` variable, which every validation reads first, so that it is written once over
+the variables the checks share (matchConditions cannot read variables)."""
 from __future__ import annotations
 
 from typing import Any
@@ -76,7 +76,7 @@ def shapes(rule: Rule) -> tuple[Shape, ...]:
 
 def _decided(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
     """(variables, validations) of the rule's policy for `shape`: the rule's own variables, its coverage
-    (`covered`), the lines' tails, and the validations, each passing outside the coverage."""
+    (`covered`), the lines' shared endings, and the validations, each passing outside the coverage."""
     lines = Lines(policy, rule)
     if rule is Rule.DEVICE_CONFIG:
         variables, checks = claims.validations(shape, policy, lines)

@@ -124,9 +124,12 @@ certs: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/decision.py
 
-# The chart's values.schema.json embeds the policy's JSON Schema (webhook/config/policy.schema.json);
-# tests/policy/test_schema.py fails until this is run after a change to either.
+# The rule-id table (webhook/rules.py) from the rules' definitions, then the policy schema's rule-id enum from it;
+# the chart's values.schema.json embeds the policy's JSON Schema (webhook/config/policy.schema.json).
+# tests/policy/test_registry.py and tests/policy/test_schema.py fail until this is run after adding a rule, or a
+# change to a rule's default action or to either schema.
 schema: $(STAMP)
+	$(BIN)/python -m tools.rule_ids webhook/rules.py
 	$(BIN)/python -c 'import sys; from webhook.config.schema import main; sys.exit(main(sys.argv[1:]))' \
 		charts/gpu-admission/values.schema.json
 

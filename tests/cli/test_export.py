@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import re
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
@@ -180,11 +181,15 @@ def test_overrides_and_exceptions_become_bindings_and_match_conditions():
                       default_policy().exempt_namespaces | {"gpu-admission", "team-a", "team-b"})))
     assert [tuple(b["validationActions"]) for b in dab.values()] == [("Warn", "Audit"), ("Deny",)]
     policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    # the exceptions are the matchConditions; the rule's coverage is a variable every validation reads first
     conditions = policies["gpu-admission.device-access-bypass.pods"]["spec"]["matchConditions"]
-    assert [c["name"] for c in conditions] == ["covered", "not-excepted"]
-    assert '"gpu-sre"' in conditions[1]["expression"]
-    assert [c["name"] for c in policies["gpu-admission.visible-devices-override.pods"]["spec"]["matchConditions"]] \
-        == ["covered"]
+    assert [c["name"] for c in conditions] == ["not-excepted"]
+    assert '"gpu-sre"' in conditions[0]["expression"]
+    assert "matchConditions" not in policies["gpu-admission.visible-devices-override.pods"]["spec"]
+    for name in ("gpu-admission.device-access-bypass.pods", "gpu-admission.visible-devices-override.pods"):
+        spec = policies[name]["spec"]
+        assert "covered" in [v["name"] for v in spec["variables"]]
+        assert all(v["expression"].startswith("!variables.covered || ") for v in spec["validations"])
 
 
 def _live(objects):
@@ -224,8 +229,22 @@ def test_drift(change, want):
 
 
 def _messages(text: str) -> list[str]:
-    return [v["messageExpression"] for d in json.loads(text)["items"] if d["kind"] == "ValidatingAdmissionPolicy"
-            for v in d["spec"]["validations"]]
+    """Each message's expression, followed by those of the variables it reads (a line's ending is a variable the
+    policy's lines share), one per line."""
+    out = []
+    for d in json.loads(text)["items"]:
+        if d["kind"] != "ValidatingAdmissionPolicy":
+            continue
+        variables = {v["name"]: v["expression"] for v in d["spec"]["variables"]}
+        for v in d["spec"]["validations"]:
+            read, todo = [], [v["messageExpression"]]
+            while todo:
+                for name in re.findall(r"\bvariables\.(\w+)", todo.pop()):
+                    if name not in read:
+                        read.append(name)
+                        todo.append(variables[name])
+            out.append("\n".join([v["messageExpression"], *(variables[n] for n in read)]))
+    return out
 
 
 def test_messages_follow_the_policy_language_not_the_users_locale(monkeypatch):

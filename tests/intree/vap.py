@@ -7,8 +7,8 @@ the real one. `JSONPatch{op: ..., path: ..., value: ...}` objects are evaluated 
 the jsonpatch library (RFC 6902, as the apiserver's patcher). What it adds to the runtime is what the
 Kubernetes CEL library gives: `indexOf` and `min` (of strings) of its list library, its quantity library as
 webhook/objects/selectors.py declares it, and `join` and `split` of the CEL strings extension that the apiserver's
-environment includes (declared here: the extension's own `indexOf` of strings would clash with the list
-library's)."""
+environment includes, and its `lowerAscii` (declared here: the extension's own `indexOf` of strings would clash
+with the list library's)."""
 from __future__ import annotations
 
 import copy
@@ -41,7 +41,8 @@ def _env():
     T = cel.Type
     index_of = cel.FunctionDecl("indexOf", [
         cel.Overload("list_indexOf_bool", T.INT, [T.List(T.BOOL), T.BOOL], is_member=True, impl=_index_of),
-        cel.Overload("list_indexOf_string", T.INT, [T.List(T.STRING), T.STRING], is_member=True, impl=_index_of)])
+        cel.Overload("list_indexOf_string", T.INT, [T.List(T.STRING), T.STRING], is_member=True, impl=_index_of),
+        cel.Overload("list_indexOf_int", T.INT, [T.List(T.INT), T.INT], is_member=True, impl=_index_of)])
     join = cel.FunctionDecl("join", [
         cel.Overload("list_join_string", T.STRING, [T.List(T.STRING), T.STRING], is_member=True,
                      impl=lambda values, sep: sep.join(values))])
@@ -50,8 +51,11 @@ def _env():
                      impl=lambda text, sep: text.split(sep))])
     least = cel.FunctionDecl("min", [
         cel.Overload("list_min_string", T.STRING, [T.List(T.STRING)], is_member=True, impl=_min)])
+    lower = cel.FunctionDecl("lowerAscii", [
+        cel.Overload("string_lower_ascii", T.STRING, [T.STRING], is_member=True,
+                     impl=lambda text: "".join(ch.lower() if ch.isascii() else ch for ch in text))])
     return cel.NewEnv(variables={"object": T.DYN, "request": T.DYN, "variables": T.DYN},
-                      functions=[index_of, join, split, least, *quantity_functions()])
+                      functions=[index_of, join, split, least, lower, *quantity_functions()])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -95,6 +99,13 @@ def matched(policy: dict, obj: dict, request: dict) -> bool:
     data = {"object": obj, "request": request, "variables": {}}
     return _resource_matches(policy, obj["kind"], request["operation"]) and all(
         value(c["expression"], data) is True for c in policy["spec"].get("matchConditions", []))
+
+
+def variable(policy: dict, name: str, obj: dict, request: dict):
+    """The value of the policy's variable `name` for the request, as its expressions read it."""
+    lazy = _Lazy({v["name"]: v["expression"] for v in policy["spec"].get("variables", [])},
+                 {"object": obj, "request": request})
+    return lazy.value(f"variables.{name}")
 
 
 def admit(objects: list[dict], obj: dict, request: dict) -> list[Decision]:

@@ -35,7 +35,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "export", help="print the in-tree admission policies of the policy in force",
         description="Print, from the policy in force (--config / --set / --base as for check), one "
-        "ValidatingAdmissionPolicy per exported rule and pod-spec shape and its bindings, and one "
+        "ValidatingAdmissionPolicy per exported rule, for every kind it reads, and its bindings, and one "
         "MutatingAdmissionPolicy per exported mutation and its bindings where the Kubernetes version serves them "
         "(docs/rules/<rule>.md, section In-tree policy, says which rules and which objects). With --chart-values, "
         "print them as a values file for the Helm chart's inTree (docs/deployment.md, In-tree policies). With "

@@ -24,9 +24,8 @@ from typing import Any
 from webhook.config.model import Policy
 from webhook.intree.cel import lit, strings
 from webhook.intree.rules import Validation
-from webhook.intree.shapes import Shape
-from webhook.intree.text import Cel, CelNames, If, Piece, line, msg
-from webhook.objects.kinds import BY_KIND
+from webhook.intree.shapes import CLAIMS, Shape
+from webhook.intree.text import Cel, CelNames, If, Lines, Lookup, Piece, cat, msg
 from webhook.policy.coverage import PRINTABLE, SHARING_KINDS
 from webhook.policy.driver_configs import (
     _DECODE_WHY,
@@ -45,11 +44,7 @@ from webhook.policy.messages import Joined, T, names
 from webhook.rules import Rule
 
 RULE = Rule.DEVICE_CONFIG
-CLAIM_SHAPES = (
-    Shape("claims", (BY_KIND["ResourceClaim"],), "object.spec", "object.metadata", "spec", pod=False),
-    Shape("claimtemplates", (BY_KIND["ResourceClaimTemplate"],), "object.spec.spec", "object.metadata", "spec.spec",
-          pod=False),
-)
+__all__ = ["CLAIMS", "coverage", "validations"]
 COMPUTE_DOMAIN_KINDS = DRIVER_KINDS["compute-domain.nvidia.com"]
 CLUSTER_KINDS = tuple(k for k in DECODED_KINDS if k not in KIND_DEVICE_TYPE)
 
@@ -57,12 +52,6 @@ CLUSTER_KINDS = tuple(k for k in DECODED_KINDS if k not in KIND_DEVICE_TYPE)
 # ---------------------------------------------------------------------------------------------- coverage (CEL)
 
 NV = f"has(c.opaque) && c.opaque.driver in {strings(DRIVER_KINDS)}"
-
-
-def _kinds_of(driver: str) -> str:
-    """CEL: the kinds the config's driver prepares."""
-    gpu, cd = (strings(DRIVER_KINDS[d]) for d in DRIVER_KINDS)
-    return f"({driver} == 'gpu.nvidia.com' ? {gpu} : {cd})"
 
 
 def _c_text(m: str, key: str, printable: bool) -> str:
@@ -99,17 +88,15 @@ def _c_plain(c: str) -> str:
     by_kind = (f"{p}.kind in {strings(SHARING_KINDS)} ? {sharing} : {p}.kind == 'VfioDeviceConfig' ? {vfio} : "
                f"{domain}")
     return (f"type({p}) == map && {_c_text(p, 'apiVersion', True)} && {_c_text(p, 'kind', True)} && "
-            f"(!(has({p}.kind) && {p}.kind in {_kinds_of(f'{c}.opaque.driver')}) || ({_c_keys(p)} && ({by_kind})))")
+            f"(!(has({p}.kind) && {p}.kind in variables.kinds[{c}.opaque.driver]) || ({_c_keys(p)} && ({by_kind})))")
 
 
-def _configs(shape: Shape) -> str:
-    s = shape.spec
-    return f"(has({s}.devices) && has({s}.devices.config) ? {s}.devices.config : [])"
+SPEC = "variables.spec"
 
 
 def coverage(shape: Shape, policy: Policy) -> str:
-    """CEL: coverage.claim_covered(...) (a matchCondition: no variables there)."""
-    return f"{_configs(shape)}.all(c, !({NV}) || {_c_plain('c')})"
+    """CEL: coverage.claim_covered(...), over the policy's variables (validations())."""
+    return f"variables.configs.all(c, !({NV}) || {_c_plain('c')})"
 
 
 # ------------------------------------------------------------------------------------------------ validations
@@ -127,48 +114,46 @@ def _cel_map(values: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{lit(k)}: {lit(v)}" for k, v in sorted(values.items())) + "}"
 
 
-def _by_kind(kind: str, pieces: Mapping[str, Piece]) -> Piece:
-    """The piece of the config's kind (`kind`: CEL of the kind; the last entry where none matches)."""
-    items = list(pieces.items())
-    out = items[-1][1]
-    for k, piece in reversed(items[:-1]):
-        out = If(f"{kind} == {lit(k)}", piece, out)
-    return out
-
-
 def _by_driver(driver: str, make: Callable[[str], Piece]) -> Piece:
     gpu, cd = DRIVER_KINDS
     return If(f"{driver} == {lit(gpu)}", make(gpu), make(cd))
 
 
-def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+def validations(shape: Shape, policy: Policy, lines: Lines) -> tuple[list[dict[str, Any]], list[Validation]]:
     """device_config.check_object's findings: one validation per kind of finding, each failing for the first
     NVIDIA config that has it (the webhook says every one; each in-tree line is one of its lines)."""
     variables: list[dict[str, Any]] = [
         {"name": "kinds", "expression": "{" + ", ".join(f"{lit(d)}: {strings(k)}" for d, k in DRIVER_KINDS.items())
                                         + "}"},
-        {"name": "configs", "expression": _configs(shape)},
-        {"name": "requests", "expression": f"has({shape.spec}.devices) && has({shape.spec}.devices.requests) ? "
-                                           f"{shape.spec}.devices.requests : []"},
+        {"name": "configs", "expression": f"has({SPEC}.devices) && has({SPEC}.devices.config) ? "
+                                          f"{SPEC}.devices.config : []"},
+        {"name": "requests", "expression": f"has({SPEC}.devices) && has({SPEC}.devices.requests) ? "
+                                           f"{SPEC}.devices.requests : []"},
+        # the NVIDIA configs, and those of a kind their driver prepares, in place ({} for the others)
+        {"name": "nv", "expression": f"variables.configs.map(c, {NV} ? c : {{}})"},
+        {"name": "own", "expression": "variables.nv.map(c, size(c) > 0 && has(c.opaque.parameters.kind) && "
+                                      "c.opaque.parameters.kind in variables.kinds[c.opaque.driver] ? c : {})"},
     ]
     out: list[Validation] = []
-    base_prefix = shape.prefix + ".devices.config["
 
     def check(name: str, fails: Callable[[str], str],
-              message: Callable[[str, Callable[[str], Cel]], tuple[Piece, Piece, Piece]]) -> None:
+              message: Callable[[str, Callable[[str], Piece]], tuple[Piece, Piece, Piece]]) -> None:
         """A validation: the first NVIDIA config for which `fails` (CEL of the config `c`) holds, its message
-        made by `message` of the config's CEL and a path maker (suffix -> the field path)."""
-        variables.append({"name": name, "expression": f"variables.configs.map(c, ({NV}) && ({fails('c')}))"
-                                                      ".indexOf(true)"})
+        made by `message` of the config's CEL and a path maker (suffix -> the field path). A condition that
+        starts with `own` reads the `own` configs, the others the `nv` ones."""
+        condition, owned = fails("c"), own("c") + " && "
+        listed = "variables.own" if condition.startswith(owned) else "variables.nv"
+        condition = condition.removeprefix(owned)
+        variables.append({"name": name, "expression": f"{listed}.map(c, size(c) > 0 && ({condition})).indexOf(true)"})
         index = f"variables.{name}"
         variables.append({"name": f"{name}_c", "expression": f"variables.configs[{index}]"})
         config = f"variables.{name}_c"  # the failing config, which the message reads
 
-        def path(suffix: str) -> Cel:
-            return Cel(f"{lit(base_prefix)} + string({index}) + {lit(']' + suffix)}")
+        def path(suffix: str) -> Piece:
+            return cat(shape.path, ".devices.config[", Cel(f"string({index})"), "]" + suffix)
 
         what, why, fix = message(config, path)
-        out.append(Validation(f"{index} < 0", line(policy, RULE, what, why, fix)))
+        out.append(Validation(f"{index} < 0", lines.line(what, why, fix)))
 
     def params(c: str) -> str:
         return f"{c}.opaque.parameters"
@@ -184,9 +169,9 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
         {"name": "names", "expression": "variables.request_names.map(n, '\"' + n + '\"')"},
     ])
 
-    def missing_request(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
+    def missing_request(c: str, path: Callable[[str], Piece]) -> tuple[Piece, Piece, Piece]:
         j = "variables.missing_request_at"
-        at = Cel(f"{path('.requests[').expression} + string({j}) + ']'")
+        at = cat(path(".requests["), Cel(f"string({j})"), "]")
         listed = If("size(variables.names) == 0", T("remove the config's requests"),
                     msg("name one of {requests}", requests=CelNames("variables.names")))
         return (msg('{path} names request "{request}", which the claim does not have', path=at,
@@ -200,7 +185,7 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
                                                                   ".indexOf(true)"})
 
     # ---- apiVersion and kind
-    def api_version(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
+    def api_version(c: str, path: Callable[[str], Piece]) -> tuple[Piece, Piece, Piece]:
         p, at = params(c), path(".opaque.parameters.apiVersion")
         return (If(f"has({p}.apiVersion) && {p}.apiVersion != ''",
                    msg('{path} is "{value}"', path=at, value=Cel(f"{p}.apiVersion")),
@@ -210,14 +195,14 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
     check("api_version", lambda c: f"!has({params(c)}.apiVersion) || {params(c)}.apiVersion != {lit(GROUP_VERSION)}",
           api_version)
 
-    def kind_missing(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
+    def kind_missing(c: str, path: Callable[[str], Piece]) -> tuple[Piece, Piece, Piece]:
         return (msg("{path} is missing", path=path(".opaque.parameters.kind")), _DECODE_WHY,
                 _by_driver(f"{c}.opaque.driver", lambda d: T("set kind to one of: {kinds}",
                                                               kinds=Joined(DRIVER_KINDS[d]))))
 
     check("kind_missing", lambda c: f"!has({params(c)}.kind) || {params(c)}.kind == ''", kind_missing)
 
-    def kind_unknown(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
+    def kind_unknown(c: str, path: Callable[[str], Piece]) -> tuple[Piece, Piece, Piece]:
         p = params(c)
         return (msg('{path} is "{value}"', path=path(".opaque.parameters.kind"), value=Cel(f"{p}.kind")),
                 _by_driver(f"{c}.opaque.driver", lambda d: T("the driver {driver} knows only the config kinds "
@@ -227,7 +212,7 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
     check("kind_unknown", lambda c: f"has({params(c)}.kind) && {params(c)}.kind != '' && "
                                     f"!({params(c)}.kind in {strings(DECODED_KINDS)})", kind_unknown)
 
-    def kind_other(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
+    def kind_other(c: str, path: Callable[[str], Piece]) -> tuple[Piece, Piece, Piece]:
         p, driver = params(c), f"{c}.opaque.driver"
         kind = Cel(f"{p}.kind")
         cluster = f"{p}.kind in {strings(CLUSTER_KINDS)}"
@@ -246,7 +231,8 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
 
     # ---- unknown fields (the strict decoder), at each level the driver reads
     kinds_fields = {k: FIELDS[k] for k in KIND_DEVICE_TYPE}
-    fields_map = "{" + ", ".join(f"{lit(k)}: {strings(v)}" for k, v in kinds_fields.items()) + "}"
+    variables.append({"name": "fields", "expression": "{" + ", ".join(f"{lit(k)}: {strings(v)}"
+                                                                      for k, v in kinds_fields.items()) + "}"})
 
     def unknown(name: str, where: Callable[[str], str], level: Callable[[str], str], suffix: str,
                 go_type: Callable[[str], Piece], allowed: Callable[[str], str],
@@ -255,10 +241,10 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
             m = level(c)
             return f"{own(c)} && ({where(c)}) && {m}.exists(k, !(k in {allowed(c)}))"
 
-        def message(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
+        def message(c: str, path: Callable[[str], Piece]) -> tuple[Piece, Piece, Piece]:
             m = level(c)
             key = f"{m}.filter(k, !(k in {allowed(c)})).min()"
-            at = Cel(f"{path(suffix).expression} + '.' + {key}")
+            at = cat(path(suffix), ".", Cel(key))
             return (msg("{path} is not a field of {type}", path=at, type=go_type(c)), STRICT,
                     msg("remove it; {type} has {fields}", type=go_type(c), fields=listed(c)))
 
@@ -268,18 +254,18 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
         return f"{params(c)}.kind"
 
     unknown("unknown_field", lambda c: "true", params, ".opaque.parameters", lambda c: Cel(kind_of(c)),
-            lambda c: f"{fields_map}[{kind_of(c)}]",
-            lambda c: _by_kind(kind_of(c), {k: names(v) for k, v in kinds_fields.items()}))
+            lambda c: f"variables.fields[{kind_of(c)}]",
+            lambda c: Lookup(kind_of(c), {k: names(v) for k, v in kinds_fields.items()}))
     sharing_type = {"GpuConfig": "GpuSharing", "MigDeviceConfig": "MigDeviceSharing"}
 
     def has_sharing(c: str) -> str:
         return f"{kind_of(c)} in {strings(SHARING_KINDS)} && has({params(c)}.sharing)"
 
     unknown("unknown_sharing_field", has_sharing, lambda c: f"{params(c)}.sharing", ".opaque.parameters.sharing",
-            lambda c: _by_kind(kind_of(c), sharing_type),
+            lambda c: Lookup(kind_of(c), sharing_type),
             lambda c: f"({kind_of(c)} == 'GpuConfig' ? {strings(FIELDS['GpuSharing'])} : "
                       f"{strings(FIELDS['MigDeviceSharing'])})",
-            lambda c: _by_kind(kind_of(c), {k: names(FIELDS[t]) for k, t in sharing_type.items()}))
+            lambda c: Lookup(kind_of(c), {k: names(FIELDS[t]) for k, t in sharing_type.items()}))
     unknown("unknown_time_slicing_field",
             lambda c: f"{kind_of(c)} == 'GpuConfig' && has({params(c)}.sharing) && "
                       f"has({params(c)}.sharing.timeSlicingConfig)",
@@ -304,7 +290,7 @@ def validations(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], lis
                     (f"(!has({v}) || {v} == '' || !({v} in {strings(values)}))" if required
                      else f"has({v}) && {wrong}"))
 
-        def message(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
+        def message(c: str, path: Callable[[str], Piece]) -> tuple[Piece, Piece, Piece]:
             v, at = field(c), path(suffix)
             listed = Joined(values)
             said: Piece = msg('{path} is "{value}"', path=at, value=Cel(v))
@@ -441,8 +427,8 @@ def _device_types(check: Callable[..., None], variables: list[dict[str, Any]], p
     found, wanted = "variables.device_type_found", "variables.device_type_wanted"
     right = f"{_cel_map(DEVICE_TYPE_KIND)}[{found}]"
 
-    def message(c: str, path: Callable[[str], Cel]) -> tuple[Piece, Piece, Piece]:
-        at = Cel(f"{path('.requests[').expression} + string(variables.device_type_at) + ']'")
+    def message(c: str, path: Callable[[str], Piece]) -> tuple[Piece, Piece, Piece]:
+        at = cat(path(".requests["), Cel("string(variables.device_type_at)"), "]")
         kind = Cel(f"{params(c)}.kind")
         return (msg('{kind} ({path}) applies to request "{request}", whose DeviceClass "{device_class}" gives {type} '
                     "devices", kind=kind, path=at, request=Cel("variables.device_type_leaf[0]"),

@@ -1,5 +1,8 @@
-"""The policy in force as admissionregistration.k8s.io objects: per exported rule and pod-spec shape one
-ValidatingAdmissionPolicy, and one binding per action the rule has across namespaces."""
+"""The policy in force as admissionregistration.k8s.io objects: per exported rule one ValidatingAdmissionPolicy
+for every kind it reads (webhook/intree/shapes.py: pod specs, or claims and claim templates), and one binding
+per action the rule has across namespaces. A policy's matchConditions hold only the config's exceptions; the
+rule's coverage is its `covered` variable, which every validation reads first, so that it is written once over
+the variables the checks share (matchConditions cannot read variables)."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +11,8 @@ from webhook.config.model import Exception_, Policy
 from webhook.intree import claims
 from webhook.intree.cel import fnmatch_regex, lit, strings
 from webhook.intree.rules import Validation, coverage, validations
-from webhook.intree.shapes import SHAPES, Shape
+from webhook.intree.shapes import PODS, Shape
+from webhook.intree.text import Lines
 from webhook.policy.coverage import EXPORTED, exported_rules, scopes
 from webhook.rules import Rule
 
@@ -29,7 +33,7 @@ def _name() -> str:
 
 
 def _exception(e: Exception_, shape: Shape) -> str:
-    s = shape.spec
+    s = shape.inline
     parts = []
     if not shape.pod and e.scheduler_names:
         return "false"  # a claim has no scheduler (engine._lifted reads an empty spec)
@@ -58,7 +62,7 @@ def _kind_word(shape: Shape) -> str:
     """CEL: the kind as messages name it (`deployment`), from the shape's kinds."""
     if len(shape.kinds) == 1:
         return lit(shape.kinds[0].kind.lower())
-    return "{" + ", ".join(f"{lit(k.kind)}: {lit(k.kind.lower())}" for k in shape.kinds) + "}[object.kind]"
+    return "object.kind.lowerAscii()"
 
 
 def policy_name(rule: Rule, shape: Shape) -> str:
@@ -67,14 +71,26 @@ def policy_name(rule: Rule, shape: Shape) -> str:
 
 def shapes(rule: Rule) -> tuple[Shape, ...]:
     """The shapes of the objects the rule's policies match: pod specs, or device-config's claims."""
-    return claims.CLAIM_SHAPES if rule is Rule.DEVICE_CONFIG else SHAPES
+    return (claims.CLAIMS,) if rule is Rule.DEVICE_CONFIG else (PODS,)
 
 
-def _decided(rule: Rule, shape: Shape, policy: Policy) -> tuple[str, list[dict[str, Any]], list[Validation]]:
-    """(coverage, variables, validations) of the rule's policy for `shape`."""
+def _decided(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+    """(variables, validations) of the rule's policy for `shape`: the rule's own variables, its coverage
+    (`covered`), the lines' shared endings, and the validations, each passing outside the coverage."""
+    lines = Lines(policy, rule)
     if rule is Rule.DEVICE_CONFIG:
-        return claims.coverage(shape, policy), *claims.validations(shape, policy)
-    return coverage(rule, shape, policy), *validations(rule, shape, policy)
+        variables, checks = claims.validations(shape, policy, lines)
+        covers = claims.coverage(shape, policy)
+    else:
+        variables, checks = validations(rule, shape, policy, lines)
+        covers = coverage(rule, shape, policy)
+    return ([*variables, {"name": "covered", "expression": covers}, *lines.variables],
+            [Validation(f"!variables.covered || {_grouped(v.expression)}", lines.resolve(v.message)) for v in checks])
+
+
+def _grouped(expression: str) -> str:
+    """CEL: `expression` as the right operand of `||` (a conditional binds looser)."""
+    return f"({expression})" if "?" in expression else expression
 
 
 def export(policy: Policy) -> list[dict[str, Any]]:
@@ -89,26 +105,24 @@ def export(policy: Policy) -> list[dict[str, Any]]:
         for shape in shapes(rule):
             name = policy_name(rule, shape)
             labels = {**MANAGED_BY, RULE_LABEL: rule.value}
-            covers, variables, checks = _decided(rule, shape, policy)
-            conditions = [{"name": "covered", "expression": covers}]
+            variables, checks = _decided(rule, shape, policy)
             excepted = _excepted(policy, rule, shape)
-            if excepted:
-                conditions.append({"name": "not-excepted", "expression": f"!({excepted})"})
+            conditions = [{"name": "not-excepted", "expression": f"!({excepted})"}] if excepted else []
             out.append({
                 "apiVersion": API_VERSION, "kind": "ValidatingAdmissionPolicy",
                 "metadata": {"name": name, "labels": labels},
                 "spec": {
                     "failurePolicy": "Fail" if policy.on_error.get(rule) == "deny" else "Ignore",
                     "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": shape.rules},
-                    "matchConditions": conditions,
+                    **({"matchConditions": conditions} if conditions else {}),
                     "variables": [
-                        *([{"name": "spec", "expression": shape.spec}] if shape.pod else []),
+                        *({"name": n, "expression": e} for n, e in shape.variables),
                         {"name": "subject", "expression": f"{_kind_word(shape)} + ' \"' + request.namespace + "
                                                           f"'/' + {_name()} + '\"'"},
                         *variables,
                     ],
-                    "validations": [{"expression": v.expression, "messageExpression": v.message, "reason": "Invalid"}
-                                    for v in checks],
+                    # no `reason`: the apiserver answers a failed validation with Invalid where none is set
+                    "validations": [{"expression": v.expression, "messageExpression": v.message} for v in checks],
                 },
             })
             for i, sc in enumerate(rule_scopes):

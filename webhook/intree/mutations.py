@@ -10,13 +10,12 @@ from typing import Any
 from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.intree.cel import lit, strings
 from webhook.intree.export import MANAGED_BY, NAMESPACE_LABEL, RULE_LABEL, _excepted, policy_name
-from webhook.intree.rules import _device_plugin_gpu, _no_required_affinity, pin
-from webhook.intree.shapes import SHAPES
+from webhook.intree.rules import _all_containers, _device_plugin_gpu, _no_required_affinity, pin
+from webhook.intree.shapes import POD as PODS
 from webhook.policy.coverage import MUTATED, covered_cohorts, mutated_rules, silent_namespaces
 from webhook.policy.mutations.default_security_context import _ESCALATING_CAPS
 from webhook.rules import Rule
 
-PODS = SHAPES[0]
 # The API version that serves MutatingAdmissionPolicy by Kubernetes minor version (docs/rules/default-runtime-class.md):
 # GA in 1.36; beta in 1.34 and 1.35 behind the MutatingAdmissionPolicy gate and runtime-config.
 GA_MINOR, BETA_MINOR = 36, 34
@@ -33,7 +32,7 @@ def api_version(kubernetes: tuple[int, int]) -> str | None:
 
 def coverage(rule: Rule, policy: Policy) -> str:
     """CEL: webhook.policy.coverage.COVERED[rule] of a Pod (a matchCondition)."""
-    s = PODS.spec
+    s = PODS.inline
     pins = " || ".join(f"({pin(c, s, policy)})" for c in covered_cohorts(policy, rule)) or "false"
     return f"{_no_required_affinity(s)} && ({pins})"
 
@@ -59,8 +58,8 @@ def _runtime_class(policy: Policy) -> tuple[list[dict[str, str]], str]:
     s = "object.spec"
     chain = "".join(f"({pin(c, s, policy)}) ? {lit(c.runtime_class_name or '')} : "
                     for c in covered_cohorts(policy, Rule.DEFAULT_RUNTIME_CLASS) if c.mechanism == DEVICE_PLUGIN)
-    variables = [{"name": "runtimeClass", "expression": chain + "''"}]
-    return variables, (f"!has({s}.runtimeClassName) && variables.runtimeClass != '' && ({_device_plugin_gpu(s)}) ? "
+    variables = [{"name": "runtimeClass", "expression": chain + "''"}, _all_containers(s)]
+    return variables, (f"!has({s}.runtimeClassName) && variables.runtimeClass != '' && {_device_plugin_gpu()} ? "
                        f"[{_patch(lit('/spec/runtimeClassName'), 'variables.runtimeClass')}] : []")
 
 
@@ -72,7 +71,12 @@ def _each(section: str, cond: str, path: str, value: str) -> str:
     return f"(has({s}.{section}) ? {s}.{section}.filter(c, {cond}).map(c, {_patch(where, value)}) : [])"
 
 
-def _security_context(policy: Policy) -> str:
+def _and(condition: str) -> str:
+    """CEL: ` && (condition)`, or nothing where it always holds."""
+    return "" if condition == "true" else f" && ({condition})"
+
+
+def _security_context(policy: Policy) -> tuple[list[dict[str, str]], str]:
     """default_security_context.mutate as patches: the pod's securityContext, then each container's and
     init container's (never ephemeral ones)."""
     s, sec = "object.spec", policy.security
@@ -84,17 +88,17 @@ def _security_context(policy: Policy) -> str:
     pod: list[str] = []
     pod_fields: list[tuple[str, str, Any]] = []  # (field, condition beyond absent, value)
     if sec.run_as_non_root is not None:
-        pod_fields.append(("runAsNonRoot", f"!({root})", sec.run_as_non_root))
+        pod_fields.append(("runAsNonRoot", "!variables.root", sec.run_as_non_root))
     if sec.run_as_user is not None:
         pod_fields.append(("runAsUser", f"!(has({psc}) && has({psc}.runAsNonRoot) && {psc}.runAsNonRoot == false)",
                            sec.run_as_user))
     if sec.seccomp_profile:
         pod_fields.append(("seccompProfile", "true", {"type": sec.seccomp_profile}))
     if pod_fields:
-        any_field = " || ".join(f"(!(has({psc}) && has({psc}.{f})) && ({cond}))" for f, cond, _ in pod_fields)
+        any_field = " || ".join(f"(!(has({psc}) && has({psc}.{f})){_and(cond)})" for f, cond, _ in pod_fields)
         pod.append(f"(!has({psc}) && ({any_field}) ? [{_patch(lit('/spec/securityContext'), '{}')}] : [])")
         for f, cond, value in pod_fields:
-            pod.append(f"(!(has({psc}) && has({psc}.{f})) && ({cond}) ? "
+            pod.append(f"(!(has({psc}) && has({psc}.{f})){_and(cond)} ? "
                        f"[{_patch(lit('/spec/securityContext/' + f), _json(value))}] : [])")
     escalating = ("(has(c.securityContext.privileged) && c.securityContext.privileged == true) || "
                   "(has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && "
@@ -110,7 +114,7 @@ def _security_context(policy: Policy) -> str:
         out.append(_each(section, absent, "", "{}"))
         for f, cond, value in fields:
             # absent securityContext: every default applies (nothing escalates there)
-            out.append(_each(section, f"{absent} || (!has(c.securityContext.{f}) && ({cond}))", "/" + f, _json(value)))
+            out.append(_each(section, f"{absent} || (!has(c.securityContext.{f}){_and(cond)})", "/" + f, _json(value)))
         if sec.drop_capabilities:
             drop = _json(list(sec.drop_capabilities))
             out.append(_each(section, f"{absent} || !has(c.securityContext.capabilities)", "/capabilities",
@@ -118,7 +122,9 @@ def _security_context(policy: Policy) -> str:
             out.append(_each(section, "has(c.securityContext) && has(c.securityContext.capabilities) && "
                              "!has(c.securityContext.capabilities.drop)", "/capabilities/drop", drop))
     windows = f"has({s}.os) && has({s}.os.name) && {s}.os.name == 'windows'"
-    return f"{windows} ? [] : " + (" + ".join(out) if out else "[]")
+    # `root`: the pod or a container runs as UID 0, where runAsNonRoot: true would stop it from starting
+    variables = [{"name": "root", "expression": root}] if sec.run_as_non_root is not None else []
+    return variables, f"{windows} ? [] : " + (" + ".join(out) if out else "[]")
 
 
 def patch_expression(rule: Rule, policy: Policy) -> tuple[list[dict[str, str]], str]:
@@ -126,7 +132,7 @@ def patch_expression(rule: Rule, policy: Policy) -> tuple[list[dict[str, str]], 
     if rule is Rule.DEFAULT_RUNTIME_CLASS:
         return _runtime_class(policy)
     if rule is Rule.DEFAULT_SECURITY_CONTEXT:
-        return [], _security_context(policy)
+        return _security_context(policy)
     raise KeyError(rule)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.intree.cel import any_of, lit, strings
 from webhook.intree.shapes import Shape
-from webhook.intree.text import Cel, If, Msg, Piece, line, msg, text
+from webhook.intree.text import Cat, Cel, If, Lines, Msg, Piece, cat, msg, text
 from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.objects.podspec import SECTIONS, SIDECAR
 from webhook.policy.checks import device_access_bypass as dab
@@ -31,7 +31,7 @@ from webhook.policy.coverage import (
     mapped_names,
     pinnable,
 )
-from webhook.policy.gpu import GPU_RESOURCE_PREFIXES
+from webhook.policy.gpu import GPU_RESOURCE_PREFIXES, IMPLICIT_PREFIX
 from webhook.policy.messages import CONTAINER_WORDS, WHO, T, Text
 from webhook.rules import Rule
 
@@ -50,11 +50,6 @@ def _who(section: str, word: str, c: str) -> Msg:
     return msg(WHO, word=words, name=Cel(f"{c}.name"))
 
 
-def _sections(spec: str, predicate: Callable[[str], str]) -> str:
-    """CEL: some container of any section satisfies `predicate` (of the container variable `c`)."""
-    return any_of(f"has({spec}.{s}) && {spec}.{s}.exists(c, {predicate('c')})" for s, _ in SECTIONS)
-
-
 def _or(value: str, default: str) -> str:
     """CEL: the string field `value`, or `default` where it is absent or empty (the engine's `or`)."""
     return f"(has({value}) && {value} != '' ? {value} : {lit(default)})"
@@ -64,8 +59,9 @@ def pin(cohort: Cohort, spec: str, policy: Policy) -> str:
     """CEL: coverage.pinned(...) is `cohort` (the caller has ruled out required node affinity)."""
     labels = " && ".join(f"{lit(k)} in {spec}.nodeSelector && {spec}.nodeSelector[{lit(k)}] == {lit(v)}"
                          for k, v in sorted(cohort.node_labels.items()))
-    declared = strings(set(policy.label_cohorts) - set(cohort.node_labels))
-    return f"has({spec}.nodeSelector) && {labels} && {spec}.nodeSelector.all(k, !(k in {declared}))"
+    others = set(policy.label_cohorts) - set(cohort.node_labels)
+    alone = f" && {spec}.nodeSelector.all(k, !(k in {strings(others)}))" if others else ""
+    return f"has({spec}.nodeSelector) && {labels}{alone}"
 
 
 def _no_required_affinity(spec: str) -> str:
@@ -73,18 +69,36 @@ def _no_required_affinity(spec: str) -> str:
             f"has({spec}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution))")
 
 
+S = "variables.spec"
+CONTAINERS = "variables.containers"  # every container of the pod spec, in the engine's order (_all_containers)
+
+
+def _all_containers(spec: str = S) -> dict[str, str]:
+    """The variable `containers`: the containers, init containers and ephemeral containers in one list (the
+    last are a type of their own: read as dyn), for the checks that do not say where a container is."""
+    def part(section: str) -> str:
+        value = f"{spec}.{section}"
+        return f"(has({value}) ? {f'dyn({value})' if section == 'ephemeralContainers' else value} : [])"
+    return {"name": "containers", "expression": " + ".join(part(s) for s, _ in SECTIONS)}
+
+
+def _some(predicate: Callable[[str], str]) -> str:
+    """CEL: some container of any section satisfies `predicate` (of the container variable `c`)."""
+    return f"{CONTAINERS}.exists(c, {predicate('c')})"
+
+
 def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
-    """CEL: coverage.COVERED[rule] of the object (a matchCondition: no variables there)."""
-    s = shape.spec
+    """CEL: coverage.COVERED[rule] of the object, over the variables of the rule's policy (validations())."""
+    s = S
     if rule in (Rule.RUN_AS_ROOT, Rule.RUNTIME_CLASS_CONFLICT):
-        return f"{_no_required_affinity(s)} && ({any_of(pin(c, s, policy) for c in pinnable(policy))})"
+        return f"{_no_required_affinity(s)} && variables.cohort != ''"
     if rule is Rule.VISIBLE_DEVICES_OVERRIDE:
-        return "!(" + _sections(s, lambda c: (
+        return "!" + _some(lambda c: (
             f"(has({c}.envFrom) && size({c}.envFrom) > 0) || (has({c}.env) && {c}.env.exists(e, "
             f"e.name == 'NVIDIA_VISIBLE_DEVICES' && has(e.value) && e.value == {lit(HIDDEN)}))")) + \
-            f") && ({_asks_gpus_plainly(s)})"
+            f" && (variables.gpu || !({_claims(s)} || {_some(lambda c: _container_asks(c, _other_name))}))"
     if rule is Rule.DEVICE_ACCESS_BYPASS:
-        containers = _sections(s, lambda c: (
+        containers = _some(lambda c: (
             f"(has({c}.securityContext) && has({c}.securityContext.privileged) && {c}.securityContext.privileged) || "
             f"(has({c}.volumeMounts) && {c}.volumeMounts.exists(m, m.mountPath.contains({lit(DEVICE_LIST_MARK)})))"))
         paths = (f"has({s}.volumes) && {s}.volumes.exists(v, has(v.hostPath) && "
@@ -95,16 +109,25 @@ def coverage(rule: Rule, shape: Shape, policy: Policy) -> str:
         injected = "" if not platform else (
             f" || ({shape.meta_has('annotations')} && {shape.meta}.annotations.exists(k, "
             + " || ".join(f"k.startsWith({lit(p)})" for p in platform) + "))")
-        return f"!(({containers}) || ({paths}){injected})"
+        return f"!({containers} || ({paths}){injected})"
     if rule is Rule.DOUBLE_MECHANISM:
         if policy.lookups.device_classes:
             return "false"
         mapped = mapped_names(policy)
-        names = "" if not mapped else " && !(" + _sections(s, lambda c: " || ".join(
-            f"(has({c}.resources) && has({c}.resources.{section}) && {c}.resources.{section}.exists(k, "
-            f"k in {strings(mapped)}))" for section in ("limits", "requests"))) + ")"
-        return f"!(has({s}.resourceClaims) && size({s}.resourceClaims) > 0){names}"
+        named = " || ".join(f"(has(t[1].resources) && has(t[1].resources.{section}) && "
+                            f"t[1].resources.{section}.exists(k, k in {strings(mapped)}))"
+                            for section in ("limits", "requests"))
+        names = f" && !variables.placed.exists(t, {named})" if mapped else ""
+        return f"!{_claims(s)}{names}"
     raise KeyError(rule)
+
+
+def _claims(spec: str) -> str:
+    return f"(has({spec}.resourceClaims) && size({spec}.resourceClaims) > 0)"
+
+
+def _other_name(k: str) -> str:
+    return f"{k}.contains('/') && !({_gpu_name(k)})"
 
 
 def _gpu_name(k: str) -> str:
@@ -126,37 +149,27 @@ def _container_asks(c: str, name: Callable[[str], str]) -> str:
         for section in ("limits", "requests")) + ")"
 
 
-def _asks(spec: str, gpu: bool) -> str:
-    """CEL: coverage.asked(...): some container asks for more than 0 of an extended resource (gpu: of one
-    named as the device plugin's GPUs), in its limits or in requests the limits do not name."""
-    name = _gpu_name if gpu else (lambda k: f"{k}.contains('/') && !({_gpu_name(k)})")
-    return _sections(spec, lambda c: _container_asks(c, name))
+def _device_plugin_gpu() -> str:
+    """CEL: some container of `containers` (_all_containers) asks for a device plugin's GPU resource (gpu.analyse
+    under a device-plugin cohort)."""
+    return _some(lambda c: _container_asks(c, _gpu_name))
 
 
-def _asks_gpus_plainly(spec: str) -> str:
-    """CEL: coverage._asks_gpus_plainly(...)."""
-    return (f"({_asks(spec, True)}) || !((has({spec}.resourceClaims) && size({spec}.resourceClaims) > 0) || "
-            f"({_asks(spec, False)}))")
-
-
-def _device_plugin_gpu(spec: str) -> str:
-    """CEL: some container asks for a device plugin's GPU resource (gpu.analyse under a device-plugin cohort)."""
-    return _asks(spec, True)
-
-
-def validations(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
-    """The rule's variables (beyond `spec` and `subject`) and validations. Variables are evaluated only when
-    read: the positions the messages name cost nothing for an object that passes."""
+def validations(rule: Rule, shape: Shape, policy: Policy,
+                lines: Lines) -> tuple[list[dict[str, Any]], list[Validation]]:
+    """The rule's variables (beyond the shape's and `subject`; `covered` reads them too) and validations, whose
+    messages `lines` writes. Variables are evaluated only when read: the positions the messages name cost nothing
+    for an object that passes."""
     if rule is Rule.VISIBLE_DEVICES_OVERRIDE:
-        return _visible_devices_override(shape, policy)
+        return _visible_devices_override(shape, policy, lines)
     if rule is Rule.DEVICE_ACCESS_BYPASS:
-        return _device_access_bypass(shape, policy)
+        return _device_access_bypass(shape, policy, lines)
     if rule is Rule.RUN_AS_ROOT:
-        return _run_as_root(shape, policy)
+        return _run_as_root(shape, policy, lines)
     if rule is Rule.RUNTIME_CLASS_CONFLICT:
-        return _runtime_class_conflict(shape, policy)
+        return _runtime_class_conflict(shape, policy, lines)
     if rule is Rule.DOUBLE_MECHANISM:
-        return _double_mechanism(shape, policy)
+        return _double_mechanism(shape, policy, lines)
     raise KeyError(rule)
 
 
@@ -172,66 +185,74 @@ def _source(e: str) -> Piece:
     return If(f"has({value_from})", how, vdo.LITERAL)
 
 
-def _visible_devices_override(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
-    """One validation per section, failing for its first container that sets a listed variable; the container,
-    the variable's index and the variable are variables of their own, so that the message reads them by name."""
-    s = "variables.spec"
-    rule = Rule.VISIBLE_DEVICES_OVERRIDE
+def _at(section: str, index: str) -> Cat:
+    """`<section>[<index>]` of the pod spec's field path (index: CEL of an int)."""
+    return cat(f".{section}[", Cel(f"string({index})"), "]")
+
+
+def _visible_devices_override(shape: Shape, policy: Policy,
+                              lines: Lines) -> tuple[list[dict[str, Any]], list[Validation]]:
+    """One validation per section, failing for its first container that sets a listed variable; the container
+    and the variable's entry are variables of their own, so that the message reads them by name, and where each
+    section's entry takes its value from is said once for all three (`how`, in the order of the sections)."""
     why = If("variables.gpu", vdo.WHY, vdo.WHY_NO_GPU)  # the coverage leaves no other case
     variables: list[dict[str, Any]] = [{"name": "names", "expression": strings(policy.visible_device_variables)},
-                                       {"name": "gpu", "expression": _asks(s, True)}]
+                                       _all_containers(),
+                                       {"name": "gpu", "expression": _device_plugin_gpu()}]
     out = []
-    for section, word in SECTIONS:
+    found = []
+    for n, (section, word) in enumerate(SECTIONS):
         has_var = "has(c.env) && c.env.exists(e, e.name in variables.names)"
-        i, c, j, e = (f"variables.{section}{suffix}" for suffix in ("", "_c", "_j", "_e"))
+        i, c, j, e = (f"variables.{section}{suffix}" for suffix in ("_i", "_c", "_j", "_e"))
         variables += [
-            {"name": section, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, {has_var}).indexOf(true) : -1"},
-            {"name": f"{section}_c", "expression": f"{s}.{section}[{i}]"},
+            {"name": f"{section}_i", "expression": f"has({S}.{section}) ? {S}.{section}.map(c, {has_var})"
+                                                   ".indexOf(true) : -1"},
+            {"name": f"{section}_c", "expression": f"{S}.{section}[{i}]"},
             {"name": f"{section}_j", "expression": f"{c}.env.map(e, e.name in variables.names).indexOf(true)"},
             {"name": f"{section}_e", "expression": f"{c}.env[{j}]"},
-            {"name": f"{section}_how", "expression": text(policy, _source(e))},
         ]
-        path = Cel(f"{lit(shape.prefix + '.' + section + '[')} + string({i}) + '].env[' + string({j}) + ']'")
+        found.append(f"({i} >= 0 ? [{e}] : [])")
+        # the entry's place in `how`: the sections before it that have one
+        place = " + ".join(f"(variables.{s}_i >= 0 ? 1 : 0)" for s, _ in SECTIONS[:n]) or "0"
+        path = cat(shape.path, _at(section, i), ".env[", Cel(f"string({j})"), "]")
         name = Cel(f"{e}.name")
-        out.append(Validation(f"{i} < 0", line(
-            policy, rule, msg(vdo.SETS, container=_who(section, word, c), variable=name, path=path,
-                              how=Cel(f"variables.{section}_how")), why, msg(vdo.FIX, variable=name))))
+        out.append(Validation(f"{i} < 0", lines.line(
+            msg(vdo.SETS, container=_who(section, word, c), variable=name, path=path,
+                how=Cel(f"variables.how[{place}]")), why, msg(vdo.FIX, variable=name))))
+    variables += [{"name": "found", "expression": " + ".join(found)},
+                  {"name": "how", "expression": f"variables.found.map(e, {text(policy, _source('e'))})"}]
     return variables, out
 
 
-def _device_access_bypass(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
-    s = "variables.spec"
-    rule = Rule.DEVICE_ACCESS_BYPASS
-    exposes = any_of([f"v.hostPath.path.startsWith({lit(p)})" for p in dab.DEVICE_PATHS]
-                     + [f"{lit(p)}.startsWith(v.hostPath.path + '/')" for p in dab.DEVICE_PATHS])
-    prefixes = any_of(f"k.startsWith({lit(p)})" for p in ANNOTATION_PREFIXES)
+def _device_access_bypass(shape: Shape, policy: Policy,
+                          lines: Lines) -> tuple[list[dict[str, Any]], list[Validation]]:
+    exposes = "variables.device_paths.exists(p, v.hostPath.path.startsWith(p) || p.startsWith(v.hostPath.path + '/'))"
+    prefixes = f"{strings(ANNOTATION_PREFIXES)}.exists(p, k.startsWith(p))"
     meta = shape.meta
-    variables = [
-        {"name": "volume", "expression": f"has({s}.volumes) ? {s}.volumes.map(v, has(v.hostPath) && ({exposes}))"
+    variables: list[dict[str, Any]] = [
+        _all_containers(),
+        {"name": "device_paths", "expression": "[" + ", ".join(lit(p) for p in dab.DEVICE_PATHS) + "]"},
+        {"name": "volume", "expression": f"has({S}.volumes) ? {S}.volumes.map(v, has(v.hostPath) && {exposes})"
                                          ".indexOf(true) : -1"},
         {"name": "annotations", "expression": f"{shape.meta_has('annotations')} ? "
                                               f"{meta}.annotations.filter(k, {prefixes}) : []"},
+        {"name": "volume_v", "expression": f"{S}.volumes[variables.volume]"},
     ]
-    variables.append({"name": "volume_v", "expression": f"{s}.volumes[variables.volume]"})
     v = "variables.volume_v"
     host = f"{v}.hostPath.path"
     # the sensitive paths below the mounted directory, as dab._resolved names them (a plain path, which the
     # coverage leaves alone, resolves to itself)
-    listed = "[" + ", ".join(lit(p) for p in dab.DEVICE_PATHS) + "]"
-    variables.append({"name": "below", "expression": f"{listed}.filter(p, p.startsWith({host} + '/'))"
+    variables.append({"name": "below", "expression": f"variables.device_paths.filter(p, p.startsWith({host} + '/'))"
                                                      ".map(p, p.endsWith('nvidia') ? p + '*' : p)"})
     above = If("size(variables.below) > 0", msg(dab.ABOVE, paths=Cel("variables.below.join(', ')")), "")
-    meta_path = "metadata" if shape.meta == "object.metadata" else shape.prefix[: -len(".spec")] + ".metadata"
     key = Cel("variables.annotations[0]")
     return variables, [
-        Validation("variables.volume < 0", line(
-            policy, rule, msg(dab.VOLUME, volume=Cel(f"{v}.name"), host=Cel(host), path=Cel(
-                f"{lit(shape.prefix + '.volumes[')} + string(variables.volume) + '].hostPath.path'"),
-                resolved="", above=above),
+        Validation("variables.volume < 0", lines.line(
+            msg(dab.VOLUME, volume=Cel(f"{v}.name"), host=Cel(host),
+                path=cat(shape.path, _at("volumes", "variables.volume"), ".hostPath.path"), resolved="", above=above),
             dab.VOLUME_WHY, dab.VOLUME_FIX)),
-        Validation("size(variables.annotations) == 0", line(
-            policy, rule, msg(dab.ANNOTATION, key=key, path=Cel(
-                f"{lit(meta_path + '.annotations[' + chr(34))} + {key.expression} + '\"]'")),
+        Validation("size(variables.annotations) == 0", lines.line(
+            msg(dab.ANNOTATION, key=key, path=cat(shape.meta_path, '.annotations["', key, '"]')),
             dab.ANNOTATION_WHY, dab.ANNOTATION_FIX)),
     ]
 
@@ -241,73 +262,92 @@ def _filtered(c: str, section: str, name: Callable[[str], str]) -> str:
     return f"(has({c}.resources.{section}) ? {c}.resources.{section}.filter(k, {_counted(c, section, name)}) : [])"
 
 
-def _first(chain: list[tuple[str, Piece]]) -> Piece:
-    """The piece of the first section whose index variable is set (the last one otherwise)."""
-    out = chain[-1][1]
-    for i, piece in reversed(chain[:-1]):
-        out = If(f"{i} >= 0", piece, out)
-    return out
+def _bounds() -> list[dict[str, str]]:
+    """Where the init containers and the ephemeral ones start in `containers`."""
+    return [{"name": "init_at", "expression": f"has({S}.containers) ? size({S}.containers) : 0"},
+            {"name": "ephemeral_at", "expression": f"variables.init_at + "
+                                                   f"(has({S}.initContainers) ? size({S}.initContainers) : 0)"}]
 
 
-def _double_mechanism(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+def _placed(policy: Policy) -> list[dict[str, str]]:
+    """The variables `placed` (every container of the pod spec, in the engine's order, with its section's number:
+    [0, container], [1, init container], [2, ephemeral container]), where the sections start in it (_bounds), and
+    `who`: each container as messages name it (messages.who), in the namespace's language."""
+    # (dyn: the apiserver wants a list literal's elements of one type)
+    placed = " + ".join(f"(has({S}.{section}) ? {S}.{section}.map(c, [dyn({k}), c]) : [])"
+                        for k, (section, _) in enumerate(SECTIONS))
+    init: Piece = If("has(t[1].restartPolicy) && t[1].restartPolicy == 'Always'", CONTAINER_WORDS[SIDECAR],
+                     CONTAINER_WORDS["init container"])
+    word = If("t[0] == 0", CONTAINER_WORDS["container"], If("t[0] == 1", init, CONTAINER_WORDS["ephemeral container"]))
+    return [{"name": "placed", "expression": placed}, *_bounds(),
+            {"name": "who", "expression": f"variables.placed.map(t, "
+                                          f"{text(policy, msg(WHO, word=word, name=Cel('t[1].name')))})"}]
+
+
+def _where(j: str) -> Cel:
+    """`<section>[<index>]` of the container at `j` of `containers` (_bounds)."""
+    return Cel(f"({j} < variables.init_at ? 'containers[' + string({j}) : {j} < variables.ephemeral_at ? "
+               f"'initContainers[' + string({j} - variables.init_at) : "
+               f"'ephemeralContainers[' + string({j} - variables.ephemeral_at)) + ']'")
+
+
+def _double_mechanism(shape: Shape, policy: Policy,
+                      lines: Lines) -> tuple[list[dict[str, Any]], list[Validation]]:
     """double_mechanism.check for a pod without claims: the first device-plugin GPU resource and the first
     DRA-served one, in gpu.analyse's order: sections, containers, limits then requests, and within one the
     keys as the apiserver writes them (sorted: the first is the least)."""
-    s = "variables.spec"
-    rule = Rule.DOUBLE_MECHANISM
     classes = gpu_class_resources(policy)
-    variables: list[dict[str, Any]] = [{"name": "dra_names", "expression": strings(r for r, _ in classes)}]
+    variables: list[dict[str, Any]] = [{"name": "dra_names", "expression": strings(r for r, _ in classes)},
+                                       *_placed(policy)]
     sides = {"dp": _gpu_name, "dra": lambda k: f"{k} in variables.dra_names"}
     for side, name in sides.items():
-        for section, _ in SECTIONS:
-            found = f"{s}.{section}.map(c, {_container_asks('c', name)}).indexOf(true)"
-            variables.append({"name": f"{side}_{section}", "expression": f"has({s}.{section}) ? {found} : -1"})
-    for side, name in sides.items():
-        pieces: dict[str, list[tuple[str, str]]] = {"name": [], "resource": [], "path": []}
-        whos: list[tuple[str, Piece]] = []
-        for section, word in SECTIONS:
-            i = f"variables.{side}_{section}"
-            c, limits, requests = (f"variables.{side}_{section}_{v}" for v in ("c", "limits", "requests"))
-            variables += [{"name": f"{side}_{section}_c", "expression": f"{s}.{section}[{i}]"},
-                          {"name": f"{side}_{section}_limits", "expression": _filtered(c, "limits", name)},
-                          {"name": f"{side}_{section}_requests", "expression": _filtered(c, "requests", name)}]
-            whos.append((i, _who(section, word, c)))
-            pieces["name"].append((i, f"{c}.name"))
-            pieces["resource"].append((i, f"(size({limits}) > 0 ? {limits} : {requests}).min()"))
-            pieces["path"].append((i, f"{lit(shape.prefix + '.' + section + '[')} + string({i}) + '].resources.' + "
-                                      f"(size({limits}) > 0 ? 'limits' : 'requests')"))
-        for piece, chain in pieces.items():
-            expression = "".join(f"{i} >= 0 ? {e} : " for i, e in chain[:-1]) + chain[-1][1]
-            variables.append({"name": f"{side}_{piece}", "expression": expression})
-        variables.append({"name": f"{side}_who", "expression": text(policy, _first(whos))})
-    variables.append({"name": "dra_class", "expression": "{" + ", ".join(f"{lit(r)}: {lit(n)}" for r, n in classes)
-                                                         + "}[variables.dra_resource]"})
-    asks = {side: " || ".join(f"variables.{side}_{section} >= 0" for section, _ in SECTIONS) for side in sides}
+        j, c, limits, requests = (f"variables.{side}{v}" for v in ("", "_c", "_limits", "_requests"))
+        variables += [
+            {"name": side, "expression": f"variables.placed.map(t, {_container_asks('t[1]', name)}).indexOf(true)"},
+            {"name": f"{side}_c", "expression": f"variables.placed[{j}][1]"},
+            {"name": f"{side}_limits", "expression": _filtered(c, "limits", name)},
+            {"name": f"{side}_requests", "expression": _filtered(c, "requests", name)},
+            {"name": f"{side}_resource", "expression": f"(size({limits}) > 0 ? {limits} : {requests}).min()"},
+            {"name": f"{side}_path", "expression": text(policy, cat(
+                shape.path, ".", _where(j), ".resources.", Cel(f"(size({limits}) > 0 ? 'limits' : 'requests')")))},
+            {"name": f"{side}_who", "expression": f"variables.who[{j}]"},
+        ]
+    # the class a deviceclass.resource.kubernetes.io/<class> resource names (a class name holds no slash)
+    named = all(r == IMPLICIT_PREFIX + n and "/" not in n for r, n in classes)
+    variables.append({"name": "dra_class", "expression": "variables.dra_resource.split('/')[1]" if named else
+                      "{" + ", ".join(f"{lit(r)}: {lit(n)}" for r, n in classes) + "}[variables.dra_resource]"})
     args: dict[str, Piece] = {"container": Cel("variables.dp_who"), "resource": Cel("variables.dp_resource"),
                               "path": Cel("variables.dp_path"), "other": Cel("variables.dra_resource"),
                               "device_class": Cel("variables.dra_class"), "other_path": Cel("variables.dra_path")}
-    what = If("variables.dp_name == variables.dra_name", msg(dm.RESOURCES_IN_ONE, **args),
+    what = If("variables.dp == variables.dra", msg(dm.RESOURCES_IN_ONE, **args),
               msg(dm.RESOURCES_IN_TWO, user=Cel("variables.dra_who"), **args))
-    return variables, [Validation(f"!(({asks['dp']}) && ({asks['dra']}))",
-                                  line(policy, rule, what, dm.WHY, dm.KEEP_ONE_RESOURCE))]
+    return variables, [Validation("variables.dp < 0 || variables.dra < 0",
+                                  lines.line(what, dm.WHY, dm.KEEP_ONE_RESOURCE))]
 
 
-def _runtime_class_conflict(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
-    s = "variables.spec"
-    rule = Rule.RUNTIME_CLASS_CONFLICT
-    path = f"{shape.prefix}.runtimeClassName"
-    variables: list[dict[str, Any]] = [{"name": "gpu", "expression": _device_plugin_gpu(s)}]
+def _runtime_class_conflict(shape: Shape, policy: Policy,
+                            lines: Lines) -> tuple[list[dict[str, Any]], list[Validation]]:
+    path = cat(shape.path, ".runtimeClassName")
+    variables: list[dict[str, Any]] = [_cohort(policy), _all_containers(),
+                                       {"name": "gpu", "expression": _device_plugin_gpu()}]
     out = []
     for c in pinnable(policy):
         if c.mechanism != DEVICE_PLUGIN:
             continue
-        same = f" || {s}.runtimeClassName == {lit(c.runtime_class_name)}" if c.runtime_class_name else ""
+        same = f" || {S}.runtimeClassName == {lit(c.runtime_class_name)}" if c.runtime_class_name else ""
         runtime = str(c.runtime_class_name)
         out.append(Validation(
-            f"!({pin(c, s, policy)}) || !has({s}.runtimeClassName){same} || !variables.gpu",
-            line(policy, rule, msg(rcc.WHAT, runtime=Cel(f"{s}.runtimeClassName"), path=path),
-                 T(rcc.WHY, cohort=c.name, runtime=runtime), T(rcc.FIX, runtime=runtime))))
+            f"variables.cohort != {lit(c.name)} || !has({S}.runtimeClassName){same} || !variables.gpu",
+            lines.line(msg(rcc.WHAT, runtime=Cel(f"{S}.runtimeClassName"), path=path),
+                       T(rcc.WHY, cohort=c.name, runtime=runtime), T(rcc.FIX, runtime=runtime))))
     return variables, out
+
+
+def _cohort(policy: Policy) -> dict[str, str]:
+    """The variable `cohort`: coverage.pinned(...)'s name ('' where none; the caller rules out required node
+    affinity)."""
+    return {"name": "cohort",
+            "expression": "".join(f"{pin(c, S, policy)} ? {lit(c.name)} : " for c in pinnable(policy)) + "''"}
 
 
 def _contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str, str, Piece, Text]]:
@@ -331,30 +371,28 @@ def _contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str,
     return out
 
 
-def _run_as_root(shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
+def _run_as_root(shape: Shape, policy: Policy, lines: Lines) -> tuple[list[dict[str, Any]], list[Validation]]:
     """One validation per setting the pod's securityContext contradicts, and per section and setting its
-    containers' do (the first container that does: a variable of its own, which the message reads)."""
-    s = "variables.spec"
-    rule = Rule.RUN_AS_ROOT
-    chain = "".join(f"{pin(c, s, policy)} ? {lit(c.name)} : " for c in pinnable(policy)) + "''"
+    containers' do: the first container that does, the first of the section's number in `root<n>` (each
+    container of `placed` with its setting n: its section's number, or -1), named by `who`."""
     why = msg(rar.WHY, cohort=Cel("variables.cohort"), uid=str(policy.security.run_as_user))
-    variables: list[dict[str, Any]] = [{"name": "cohort", "expression": chain}]
+    variables: list[dict[str, Any]] = [_cohort(policy), *_placed(policy)]
     out = []
-    subject = rar.THE_POD if shape.meta == "object.metadata" else rar.THE_TEMPLATE
-    for field, cond, setting, fix in _contradictions(f"{s}.securityContext", False, policy):
-        path = f"{shape.prefix}.securityContext.{field}"
-        out.append(Validation(f"!(has({s}.securityContext) && {cond})",
-                              line(policy, rule, msg(rar.SETS, who=subject, setting=setting, path=path), why, fix)))
-    for section, word in SECTIONS:
-        for n, (field, cond, _, fix) in enumerate(_contradictions("c.securityContext", True, policy)):
-            name = f"{section}{n}"
-            variables.append({"name": name, "expression": f"has({s}.{section}) ? {s}.{section}.map(c, "
-                                                          f"has(c.securityContext) && {cond}).indexOf(true) : -1"})
-            variables.append({"name": f"{name}_c", "expression": f"{s}.{section}[variables.{name}]"})
-            c = f"variables.{name}_c"
-            setting = _contradictions(f"{c}.securityContext", True, policy)[n][2]
-            at = Cel(f"{lit(shape.prefix + '.' + section + '[')} + string(variables.{name}) + "
-                     f"{lit('].securityContext.' + field)}")
-            out.append(Validation(f"variables.{name} < 0", line(
-                policy, rule, msg(rar.SETS, who=_who(section, word, c), setting=setting, path=at), why, fix)))
+    subject: Piece = rar.THE_POD if shape.pods_only else If("object.kind == 'Pod'", rar.THE_POD, rar.THE_TEMPLATE)
+    for field, cond, setting, fix in _contradictions(f"{S}.securityContext", False, policy):
+        path = cat(shape.path, f".securityContext.{field}")
+        out.append(Validation(f"!(has({S}.securityContext) && {cond})",
+                              lines.line(msg(rar.SETS, who=subject, setting=setting, path=path), why, fix)))
+    settings = _contradictions("t[1].securityContext", True, policy)
+    for n, (_, cond, _, _) in enumerate(settings):
+        variables.append({"name": f"root{n}", "expression": f"variables.placed.map(t, has(t[1].securityContext) && "
+                                                            f"{cond} ? t[0] : -1)"})
+    offsets = ("0", "variables.init_at", "variables.ephemeral_at")
+    for k, (section, _) in enumerate(SECTIONS):
+        for n, (field, _, _, fix) in enumerate(settings):
+            j = f"variables.root{n}.indexOf({k})"  # the first container of the section with the setting
+            setting = _contradictions(f"variables.placed[{j}][1].securityContext", True, policy)[n][2]
+            at = cat(shape.path, _at(section, j + (f" - {offsets[k]}" if k else "")), f".securityContext.{field}")
+            out.append(Validation(f"{j} < 0", lines.line(
+                msg(rar.SETS, who=Cel(f"variables.who[{j}]"), setting=setting, path=at), why, fix)))
     return variables, out

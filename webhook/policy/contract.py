@@ -2,10 +2,12 @@
 
 Each rule is one module of `webhook/policy/checks` (validation) or `webhook/policy/mutations` (mutation)
 that opens with the rule's spec (its docstring) and ends with its `DEFINITION`: the id, the summary and
-category, what it applies to and the function run there, or its mutation. `definitions.DEFINITIONS`
-collects them in the order of the rule ids, and every list is derived from it: the engine's checks by
-target and its mutations, the docs index (`make docs`), SARIF's and PolicyReport's rule metadata, the
-catalogue checks.
+category, its default action, what it applies to and the function run there, or its mutation, and where
+the apiserver can decide it, its in-tree export's coverage. `definitions.DEFINITIONS` collects them in the
+order of the rule ids, and every list is derived from it: the rule-id table (webhook/rules.py) and the
+schemas' rule-id enum (`make schema`), the engine's checks by target and its mutations, the in-tree
+coverage (webhook/policy/coverage.py), the docs index (`make docs`), SARIF's and PolicyReport's rule
+metadata, the catalogue checks.
 
 A check is a function of (facts, context, policy) returning a list of Findings: over a pod spec's
 GpuFacts (a Pod's, or a controller's pod template's), a DRA object's ObjectFacts or an infrastructure
@@ -18,7 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.config.model import Policy
+from webhook.config.model import Cohort, Policy
+from webhook.objects.claims import ClaimSpec
+from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.draft import Draft
@@ -26,7 +30,8 @@ from webhook.policy.gpu import GpuFacts
 from webhook.policy.infra import InfraFacts
 from webhook.policy.messages import Said
 from webhook.policy.results import Finding
-from webhook.rules import Action, Rule
+from webhook.rule_id import Action
+from webhook.rules import Rule
 
 
 class Target(enum.Enum):
@@ -84,31 +89,75 @@ class Mutator:
     stage: int = 0
 
 
+def always(policy: Policy) -> bool:
+    """An in-tree export that every configuration gets (where a binding applies it)."""
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class InTree:
+    """Where the apiserver decides a rule itself, as the engine reads it: for which configurations `export` writes
+    the rule's ValidatingAdmissionPolicy or MutatingAdmissionPolicy, and for which objects that policy decides (its
+    coverage). The engine leaves a covered object to the apiserver; outside the coverage a rule's verdict or its
+    message needs what CEL cannot do (a lookup, a path as the host resolves it, the pod's GPU allocation), and the
+    webhook keeps the rule. The exporter (webhook/intree) writes the policy, and each coverage predicate again in
+    CEL as its matchConditions; the parity tests (tests/intree) hold the two equal."""
+
+    # Whether `export` writes the rule's policies for this configuration (given a binding that applies them).
+    exported: Callable[[Policy], bool]
+    # The pod-bearing objects its policy decides, through their pod spec.
+    covers: Callable[[PodView, Policy], bool] | None = None
+    # The ResourceClaims and ResourceClaimTemplates its policy decides.
+    covers_claim: Callable[[ClaimSpec, Policy], bool] | None = None
+    # A mutation's: the cohorts whose Pods its policy decides (a Pod it covers is pinned to one of them).
+    cohorts: Callable[[Policy], tuple[Cohort, ...]] | None = None
+    # Where its policies come in `export`'s output: by `order`, then in the order of the rule ids.
+    order: int = 0
+
+    def __post_init__(self) -> None:
+        if (self.covers is None) is (self.covers_claim is None):
+            raise ValueError("an in-tree export covers pod specs or claims")
+
+
 @dataclass(frozen=True, slots=True)
 class Definition:
     """A rule: its id, a one-line summary (the docs index, SARIF's shortDescription; translated: the
     catalogue extracts it), the category reports group its findings by (PolicyReport and OpenReports
-    `category`), and what it does: its checks, or its mutation. `spec` is its module's docstring."""
+    `category`), its default action (the config's where a policy names none), and what it does: its checks,
+    or its mutation (a rule with a mutation mutates). `spec` is its module's docstring.
 
-    rule: Rule
+    The id is a string, which `make schema` writes into the rule-id table (`webhook.rules.Rule`, what the layers
+    below the policy read) with the default action and whether the rule mutates: so a new rule's module is read
+    before its id is in the table, and `rule`, the table's member, exists from then on."""
+
+    id: str
     summary: str
     category: str
     spec: str | None
+    default: Action = Action.ENFORCE
     # A validation rule's reason in full, the long form of the one-clause why its findings' lines carry: shown
     # by `check --explain` and given as SARIF's rule `fullDescription` and `help`; the catalogue's msgid (N_).
     reason: str | None = None
     checks: tuple[Check, ...] = ()
     mutation: Mutator | None = None
+    # Its in-tree export, where the apiserver can decide it (webhook/intree writes the policies).
+    in_tree: InTree | None = None
 
     def __post_init__(self) -> None:
-        if (self.reason is None) is not self.rule.is_mutation:
-            raise ValueError(f"{self.rule}: a validation rule gives its reason in full, a mutation none")
-        if (self.mutation is not None) is not self.rule.is_mutation or (self.mutation is None) is not bool(self.checks):
-            raise ValueError(f"{self.rule}: a validation rule has checks, a mutation rule a mutation")
-        if not self.spec or not self.spec.startswith(f"{self.rule.value}: "):
-            raise ValueError(f"{self.rule}: its module's docstring, the rule's spec, must open with "
-                             f"'{self.rule.value}: '")
+        if (self.mutation is None) is not bool(self.checks):
+            raise ValueError(f"{self.id}: a validation rule has checks, a mutation rule a mutation")
+        if (self.reason is None) is not self.mutates:
+            raise ValueError(f"{self.id}: a validation rule gives its reason in full, a mutation none")
+        if not self.spec or not self.spec.startswith(f"{self.id}: "):
+            raise ValueError(f"{self.id}: its module's docstring, the rule's spec, must open with '{self.id}: '")
+        if self.in_tree is not None and (self.in_tree.cohorts is not None) is not self.mutates:
+            raise ValueError(f"{self.id}: a mutation's in-tree export names its cohorts, a validation's none")
 
     @property
-    def default(self) -> Action:
-        return self.rule.default
+    def mutates(self) -> bool:
+        return self.mutation is not None
+
+    @property
+    def rule(self) -> Rule:
+        """The id's member of the rule-id table (a ValueError until `make schema` has written it there)."""
+        return Rule(self.id)

@@ -1,7 +1,9 @@
 """Every rule's definition, collected from its module (webhook/policy/checks, webhook/policy/mutations) in
 the order of the rule ids: the one list that the engine's registries, the docs index (`make docs`),
-SARIF's and PolicyReport's rule metadata and the catalogue checks are derived from. A module is found by
-its name (the rule id with underscores); adding a rule adds its module, nothing here."""
+SARIF's and PolicyReport's rule metadata, the in-tree coverage (webhook/policy/coverage.py) and the catalogue
+checks are derived from. A module is found by its name (the rule id with underscores) from the rule-id table
+(webhook/rules.py), which `make schema` writes from the same modules; adding a rule adds its module, nothing
+here."""
 from __future__ import annotations
 
 import importlib
@@ -20,8 +22,10 @@ def _definition(rule: Rule) -> Definition:
     package = PACKAGES[rule.is_mutation]
     module = importlib.import_module(f"{package}.{rule.value.replace('-', '_')}")
     definition = getattr(module, "DEFINITION", None)
-    if not isinstance(definition, Definition) or definition.rule is not rule:
+    if not isinstance(definition, Definition) or definition.id != rule.value:
         raise ImportError(f"{module.__name__} defines no DEFINITION for {rule.value}")
+    if definition.mutates is not rule.is_mutation or definition.default is not rule.default:
+        raise ImportError(f"webhook/rules.py does not say what {module.__name__} defines: run `make schema`")
     return definition
 
 

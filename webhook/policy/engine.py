@@ -13,7 +13,7 @@ from webhook.objects.kinds import BY_KIND, INFRASTRUCTURE_KINDS, is_legacy_dra
 from webhook.objects.podspec import PodView, display_name, revised_view, view_of
 from webhook.policy.context import Context
 from webhook.policy.contract import Check, Mutator, Target
-from webhook.policy.coverage import claim_covered, covered, exported_rules, mutated_rules, silent_in
+from webhook.policy.coverage import claims_covered, covered, exported_rules, mutated_rules, silent_in
 from webhook.policy.definitions import CHECKS, MUTATIONS
 from webhook.policy.dra import ObjectFacts, object_facts
 from webhook.policy.draft import Draft
@@ -262,9 +262,8 @@ def _dra_object(obj: dict[str, Any], kind: str, name: str, namespace: str, opera
                 context: Context, plan: _Plan) -> Evaluation:
     facts = object_facts(obj, kind, name, namespace, policy, context)
     lifted = _lifted(policy, namespace, name, {}, context.user)
-    if Rule.DEVICE_CONFIG in plan.in_tree and operation == "CREATE" and facts.claim is not None \
-            and claim_covered(facts.claim, policy):
-        lifted = lifted | {Rule.DEVICE_CONFIG}  # the apiserver's device-config policy decides it
+    if plan.in_tree and operation == "CREATE" and facts.claim is not None:
+        lifted = lifted | claims_covered(plan.in_tree, facts.claim, policy)  # the apiserver's policies decide them
     errors: list[RuleError] = []
     target = Target.CLAIM if facts.claim is not None else Target.DEVICE_CLASS
     findings = _run_checks(plan.checks[target], facts, context, policy, lifted, errors)

@@ -18,9 +18,8 @@ from webhook.policy.gpu import GpuFacts
 from webhook.policy.infra import InfraFacts, is_gpu_pod, labels_of, node_cohort, pod_name
 from webhook.policy.messages import N_, Arg, T, Text, lookup_reason, names, quoted
 from webhook.policy.results import Finding
-from webhook.rules import Action, Rule
+from webhook.rule_id import Action
 
-RULE = Rule.ALLOCATION_OWNER
 GPU_CLUSTER_NAME = "gpu-cluster"  # the Operator's GPUCluster is a singleton of this name
 MPS_CAPABLE = "nvidia.com/mps.capable"
 OPERATOR_KINDS = frozenset({"ClusterPolicy", "GPUCluster", "NVIDIADriver"})
@@ -302,7 +301,7 @@ def _pods(pods: list[str]) -> Arg:
 
 
 DEFINITION = Definition(
-    RULE,
+    "allocation-owner",
     "GPU infrastructure that gives a node a second allocation owner: owner DaemonSets reaching another "
     "cohort, GPU Operator objects that clash, DeviceClasses sharing an extended resource, nodes moved "
     "between cohorts",

@@ -16,9 +16,6 @@ from webhook.policy.contract import CLAIMS, Check, Definition
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.messages import N_, T
 from webhook.policy.results import Finding
-from webhook.rules import Rule
-
-RULE = Rule.CLAIM_SHAPE
 
 
 def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -83,7 +80,7 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
 
 
 DEFINITION = Definition(
-    RULE,
+    "claim-shape",
     "GPU claims with allocationMode All, too many devices, adminAccess, or no exactly/firstAvailable",
     "DRA claims",
     __doc__,

@@ -17,9 +17,6 @@ from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, Arg, T, Text, names, quoted, who
 from webhook.policy.results import Finding
-from webhook.rules import Rule
-
-RULE = Rule.COHORT_MISMATCH
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -141,7 +138,7 @@ def _other(policy: Policy, mechanism: str) -> Arg:
 
 
 DEFINITION = Definition(
-    RULE,
+    "cohort-mismatch",
     "the pod's GPU mechanism is not its target cohort's, or it targets two cohorts",
     "GPU allocation",
     __doc__,

@@ -18,13 +18,11 @@ from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.objects.hostpaths import clean, exposes, host_path
 from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
-from webhook.policy.contract import POD_SPECS, Check, Definition
+from webhook.policy.contract import POD_SPECS, Check, Definition, InTree, always
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, Arg, T, who
 from webhook.policy.results import Finding
-from webhook.rules import Rule
 
-RULE = Rule.DEVICE_ACCESS_BYPASS
 # Host paths that hand a container GPUs or the plugins' sockets without allocation.
 DEVICE_PATHS = ("/dev/nvidia", "/run/nvidia", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins")
 # The toolkit's volume-mounts device list: a mount of the host's /dev/null whose cleaned destination begins
@@ -180,8 +178,45 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     return out
 
 
+# ----------------------------------------------------------------------------------- its in-tree export's coverage
+
+DEVICE_LIST_MARK = "nvidia-container-devices"
+# A host path the kernel resolves to itself: absolute, no `.`/`..`/empty parts, no link (/var/run, /proc/<pid>/root).
+PLAIN_PATH = r"^(/[A-Za-z0-9_.@+:,=~-]+)+$"
+_PLAIN = re.compile(PLAIN_PATH)
+DOTS = r"(^|/)\.\.?(/|$)"
+_DOTS = re.compile(DOTS)
+
+
+def plain_path(path: str) -> bool:
+    return bool(_PLAIN.fullmatch(path)) and not _DOTS.search(path) and not (
+        path in ("/var/run", "/proc") or path.startswith(("/var/run/", "/proc/")))
+
+
+def covers(view: PodView, policy: Policy) -> bool:
+    """No platform device annotation, privileged container or device-list mount, and every hostPath volume's path
+    one the host resolves to itself."""
+    platform = policy.platform_device_annotations
+    annotations = view.meta.get("annotations")
+    if platform and type(annotations) is dict and any(type(k) is str and k.startswith(platform) for k in annotations):
+        return False  # which device paths its value lists needs a parser CEL does not have
+    for c in view.containers:
+        if c.security.get("privileged") is True:
+            return False
+        for mount in c.mounts:
+            mp = mount.get("mountPath") if type(mount) is dict else None
+            if type(mp) is str and DEVICE_LIST_MARK in mp:
+                return False
+    for vol in as_list(view.spec.get("volumes")):
+        if type(vol) is dict and "hostPath" in vol:
+            path = as_str(as_dict(vol["hostPath"]).get("path"))
+            if path is None or not plain_path(path):
+                return False
+    return True
+
+
 DEFINITION = Definition(
-    RULE,
+    "device-access-bypass",
     "privileged GPU containers, device hostPaths, device-list mounts or CDI annotations",
     "GPU device access",
     __doc__,
@@ -191,4 +226,5 @@ DEFINITION = Definition(
         "accounts for them and two workloads can use the same device."),
     checks=(
         Check(POD_SPECS, check),
-    ))
+    ),
+    in_tree=InTree(always, covers=covers, order=2))

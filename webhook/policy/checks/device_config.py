@@ -6,17 +6,18 @@ naming a request applies to it and must be of its device type; one naming none a
 its own type. Configs of other drivers are theirs: never read."""
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from webhook.config.model import Policy
 from webhook.objects.claims import ClaimSpec, DeviceRequest
 from webhook.policy.context import Context
-from webhook.policy.contract import CLAIMS, Check, Definition
+from webhook.policy.contract import CLAIMS, Check, Definition, InTree
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.driver_configs import DEVICE_TYPE_KIND, DRIVER_KINDS, KIND_DEVICE_TYPE, read
 from webhook.policy.messages import N_, T, names, quoted
 from webhook.policy.results import Finding
-from webhook.rules import Rule
-
-RULE = Rule.DEVICE_CONFIG
 
 
 def _requests(spec: ClaimSpec) -> dict[str, tuple[DeviceRequest, ...]]:
@@ -103,8 +104,81 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
     return out
 
 
+# ----------------------------------------------------------------------------------- its in-tree export's coverage
+
+def exported(policy: Policy) -> bool:
+    """Its in-tree policy reads the policy's DeviceClasses (not the cluster's: no DeviceClass lookups)."""
+    return not policy.lookups.device_classes
+
+
+PRINTABLE = r"^[ -~]*$"  # printable ASCII: what the webhook's line writes unescaped (RE2: `$` is the end)
+_PRINTABLE = re.compile(r"[ -~]*")  # fullmatch: Python's `$` would also match before a final newline
+INT64 = range(-(2**63), 2**63)  # a JSON integer beyond int64 reaches CEL as a double
+SHARING_KINDS = ("GpuConfig", "MigDeviceConfig")
+
+
+def _text(value: object, printable: bool) -> bool:
+    """Absent, or a string (printable: one a message may quote)."""
+    return value is _ABSENT or (type(value) is str and (not printable or bool(_PRINTABLE.fullmatch(value))))
+
+
+_ABSENT = object()
+
+
+def _keys(value: Mapping[str, Any]) -> bool:
+    return all(_PRINTABLE.fullmatch(k) for k in value)
+
+
+def _map(obj: Mapping[str, Any], key: str, then: Callable[[Mapping[str, Any]], bool]) -> bool:
+    value = obj.get(key, _ABSENT)
+    return value is _ABSENT or (type(value) is dict and _keys(value) and then(value))
+
+
+def _typed(obj: Mapping[str, Any], key: str, kind: type) -> bool:
+    value = obj.get(key, _ABSENT)
+    return value is _ABSENT or (type(value) is kind and (kind is not int or value in INT64))
+
+
+def _mps(m: Mapping[str, Any]) -> bool:
+    return (_typed(m, "defaultActiveThreadPercentage", int) and _typed(m, "multiUser", bool)
+            and "defaultPinnedDeviceMemoryLimit" not in m and "defaultPerDevicePinnedMemoryLimit" not in m)
+
+
+def plain(parameters: object, driver: str) -> bool:
+    """Whether the device-config policy decides this config's parameters exactly as the webhook does."""
+    if type(parameters) is not dict:
+        return False
+    p: dict[str, Any] = parameters
+    if not (_text(p.get("apiVersion", _ABSENT), True) and _text(p.get("kind", _ABSENT), True)):
+        return False
+    kind = p.get("kind")
+    if kind not in DRIVER_KINDS[driver]:
+        return True  # the driver stops at the kind: nothing else is read
+    if not _keys(p):
+        return False
+    if kind in SHARING_KINDS:
+        return _map(p, "sharing", lambda s: _text(s.get("strategy", _ABSENT), True) and _map(s, "mpsConfig", _mps) and (
+            kind != "GpuConfig" or _map(s, "timeSlicingConfig", lambda t: _text(t.get("interval", _ABSENT), True))))
+    if kind == "VfioDeviceConfig":
+        return _map(p, "iommu", lambda i: _text(i.get("backendPolicy", _ABSENT), True)
+                    and _typed(i, "enableAPIDevice", bool))
+    return _text(p.get("domainID", _ABSENT), False) and (
+        kind != "ComputeDomainChannelConfig" or _text(p.get("allocationMode", _ABSENT), False))
+
+
+def claim_covered(spec: ClaimSpec, policy: Policy) -> bool:
+    """The device-config policy decides this claim or template: every NVIDIA config is plain."""
+    for config in spec.configs:
+        driver = config.driver
+        if driver is None or driver not in DRIVER_KINDS:
+            continue
+        if not plain(config.parameters, driver):
+            return False
+    return True
+
+
 DEFINITION = Definition(
-    RULE,
+    "device-config",
     "an opaque config of the NVIDIA DRA drivers that the driver refuses (kind, fields, values, requests)",
     "DRA claims",
     __doc__,
@@ -114,4 +188,5 @@ DEFINITION = Definition(
         "scheduled, holding its devices, in ContainerCreating."),
     checks=(
         Check(CLAIMS, check_object, stage=1),  # a DRA object's shape, after its API
-    ))
+    ),
+    in_tree=InTree(exported, covers_claim=claim_covered, order=6))

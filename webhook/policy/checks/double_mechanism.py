@@ -6,14 +6,14 @@ and the pod also asks for a GPU through DRA: a resolved claim with a GPU request
 that a GPU DeviceClass serves (`deviceclass.resource.kubernetes.io/<class>`, an `extendedResourceName`).
 Unresolved claims do not count (unresolved-claim reports them)."""
 from webhook.config.model import Policy
+from webhook.objects.access import as_dict, as_list
+from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
-from webhook.policy.contract import POD_SPECS, Check, Definition
-from webhook.policy.gpu import GpuFacts
+from webhook.policy.contract import POD_SPECS, Check, Definition, InTree
+from webhook.policy.gpu import IMPLICIT_PREFIX, GpuFacts
 from webhook.policy.messages import N_, Arg, T, names, who
 from webhook.policy.results import Finding
-from webhook.rules import Rule
 
-RULE = Rule.DOUBLE_MECHANISM
 WHY = T("a GPU comes from one mechanism only, the device plugin or DRA")
 KEEP_ONE_RESOURCE = T("keep one of the two resources")
 # a device-plugin resource and a DRA-served one (webhook/intree/rules.py fills these in CEL)
@@ -59,8 +59,54 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         fix=keep)]
 
 
+# ----------------------------------------------------------------------------------- its in-tree export's coverage
+
+def exported(policy: Policy) -> bool:
+    """Its in-tree policy reads the policy's DeviceClasses (not the cluster's: no DeviceClass lookups), and some
+    of them give GPUs."""
+    return not policy.lookups.device_classes and bool(gpu_class_resources(policy))
+
+
+def _mapped(policy: Policy) -> frozenset[str]:
+    return frozenset(i.extended_resource_name for i in policy.device_classes.values() if i.extended_resource_name)
+
+
+def mapped_names(policy: Policy) -> frozenset[str]:
+    """Resource names a listed DeviceClass serves through extendedResourceName: whether such a name means the
+    device plugin or DRA depends on the cohort the pod is bound for (gpu.analyse)."""
+    return policy.derived(_mapped)
+
+
+def _gpu_classes(policy: Policy) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((IMPLICIT_PREFIX + name, info.name) for name, info in policy.device_classes.items()
+                        if policy.selects_gpus(info)))
+
+
+def gpu_class_resources(policy: Policy) -> tuple[tuple[str, str], ...]:
+    """(deviceclass.resource.kubernetes.io/<class>, the class's name) for each listed GPU class: the
+    implicit extended resources that DRA serves with GPUs (KEP-5004)."""
+    return policy.derived(_gpu_classes)
+
+
+def covers(view: PodView, policy: Policy) -> bool:
+    """No claims and no name a listed class maps: the pod's mechanisms are then its resource names alone, read
+    against the policy's DeviceClasses. With DeviceClass lookups on, the cluster's classes replace those,
+    and the rule is not exported (exported_rules); False here too, so that nothing depends on that."""
+    if policy.lookups.device_classes or as_list(view.spec.get("resourceClaims")):
+        return False
+    mapped = mapped_names(policy)
+    if not mapped:
+        return True
+    for c in view.containers:
+        resources = c.resources
+        for section in ("limits", "requests"):
+            if any(name in mapped for name in as_dict(resources.get(section))):
+                return False
+    return True
+
+
 DEFINITION = Definition(
-    RULE,
+    "double-mechanism",
     "one pod asks for GPUs through device-plugin resources and DRA claims at once",
     "GPU allocation",
     __doc__,
@@ -70,4 +116,5 @@ DEFINITION = Definition(
         "so a pod asking through both is never satisfied on any node."),
     checks=(
         Check(POD_SPECS, check),
-    ))
+    ),
+    in_tree=InTree(exported, covers=covers, order=5))

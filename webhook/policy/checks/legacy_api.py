@@ -14,9 +14,7 @@ from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T
 from webhook.policy.results import Finding
-from webhook.rules import Rule
 
-RULE = Rule.LEGACY_API
 WHY = T("no Kubernetes 1.34+ cluster accepts this shape")
 
 
@@ -62,7 +60,7 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
 
 
 DEFINITION = Definition(
-    RULE,
+    "legacy-api",
     "DRA shapes that no Kubernetes 1.34+ cluster accepts",
     "DRA claims",
     __doc__,

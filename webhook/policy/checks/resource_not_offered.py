@@ -22,9 +22,7 @@ from webhook.policy.dra import ObjectFacts
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, Arg, T, Text, names, quoted, who
 from webhook.policy.results import Finding
-from webhook.rules import Rule
 
-RULE = Rule.RESOURCE_NOT_OFFERED
 MIG_PREFIX = "nvidia.com/mig-"
 
 
@@ -205,7 +203,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
 
 
 DEFINITION = Definition(
-    RULE,
+    "resource-not-offered",
     "a GPU resource, DeviceClass or device type that the target cohort does not offer",
     "GPU allocation",
     __doc__,

@@ -13,13 +13,13 @@ from typing import Any
 from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, integer
 from webhook.policy.context import Context
-from webhook.policy.contract import POD_SPECS, Check, Definition
+from webhook.policy.contract import POD_SPECS, Check, Definition, InTree
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T, Text, who
+from webhook.policy.pinning import is_pinned, pinnable
 from webhook.policy.results import Finding
-from webhook.rules import Rule
+from webhook.rule_id import Action
 
-RULE = Rule.RUN_AS_ROOT
 # What a finding says (webhook/intree/rules.py writes the same for the apiserver).
 SETS = N_("{who} sets {setting} ({path})")
 WHY = N_('workloads on GPU cohort "{cohort}" run as non-root (UID {uid}) without privilege escalation or added '
@@ -80,15 +80,22 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
     return out
 
 
+def exported(policy: Policy) -> bool:
+    """Its in-tree policy decides the pods pinned to a cohort: where no cohort can be pinned, none is written."""
+    return bool(pinnable(policy))
+
+
 DEFINITION = Definition(
-    RULE,
+    "run-as-root",
     "explicit settings of a cohort-bound pod that contradict the non-root security defaults",
     "GPU runtime and security",
     __doc__,
+    default=Action.WARN,
     reason=N_(
         "GPU containers get device nodes and driver libraries from the host, and a root container with extra "
         "capabilities is a short step from it: cohort workloads run as non-root without privilege escalation "
         "or added capabilities. Absent settings are filled in; explicit ones against the defaults are reported."),
     checks=(
         Check(POD_SPECS, check),
-    ))
+    ),
+    in_tree=InTree(exported, covers=is_pinned, order=3))

@@ -5,13 +5,12 @@ device-plugin GPU resource and sets `runtimeClassName` to anything but the cohor
 gets the cohort's from default-runtime-class."""
 from webhook.config.model import DEVICE_PLUGIN, Policy
 from webhook.policy.context import Context
-from webhook.policy.contract import POD_SPECS, Check, Definition
+from webhook.policy.contract import POD_SPECS, Check, Definition, InTree
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T
+from webhook.policy.pinning import is_pinned, pinnable
 from webhook.policy.results import Finding
-from webhook.rules import Rule
 
-RULE = Rule.RUNTIME_CLASS_CONFLICT
 # What a finding says (webhook/intree/rules.py writes the same for the apiserver).
 WHAT = N_('runtimeClassName is "{runtime}" ({path}) in a device-plugin GPU pod')
 WHY = N_('cohort "{cohort}" injects GPUs only through the {runtime} RuntimeClass')
@@ -33,8 +32,13 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
         fix=T(FIX, runtime=str(cohort.runtime_class_name)))]
 
 
+def exported(policy: Policy) -> bool:
+    """Its in-tree policy decides the pods pinned to a cohort, and only a device-plugin cohort has a RuntimeClass."""
+    return any(c.mechanism == DEVICE_PLUGIN for c in pinnable(policy))
+
+
 DEFINITION = Definition(
-    RULE,
+    "runtime-class-conflict",
     "a device-plugin GPU pod sets a RuntimeClass other than its cohort's",
     "GPU runtime and security",
     __doc__,
@@ -44,4 +48,5 @@ DEFINITION = Definition(
         "counted as allocated, and starts without it."),
     checks=(
         Check(POD_SPECS, check),
-    ))
+    ),
+    in_tree=InTree(exported, covers=is_pinned, order=4))

@@ -7,9 +7,7 @@ from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T
 from webhook.policy.results import Finding
-from webhook.rules import Rule
-
-RULE = Rule.SHARED_CLAIM
+from webhook.rule_id import Action
 
 
 def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
@@ -28,10 +26,11 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
 
 
 DEFINITION = Definition(
-    RULE,
+    "shared-claim",
     "a GPU ResourceClaim referenced by name, so possibly shared by several pods",
     "GPU sharing",
     __doc__,
+    default=Action.WARN,
     reason=N_(
         "A ResourceClaim is one allocation: every pod that names the same claim gets the same GPUs at the same "
         "time, with no isolation between them, so every replica of a Deployment or Job lands on one device. "

@@ -13,9 +13,6 @@ from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, Arg, T, who
 from webhook.policy.results import Finding
-from webhook.rules import Rule
-
-RULE = Rule.SHARED_EXCLUSIVE_MIX
 
 
 def shared_names(facts: GpuFacts) -> frozenset[str]:
@@ -96,7 +93,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
 
 
 DEFINITION = Definition(
-    RULE,
+    "shared-exclusive-mix",
     "exclusive and shared GPU forms together, or shared GPUs in a workload marked exclusive",
     "GPU sharing",
     __doc__,

@@ -10,9 +10,6 @@ from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T, Text, who
 from webhook.policy.results import Finding
-from webhook.rules import Rule
-
-RULE = Rule.SHARED_REQUEST_COUNT
 
 
 def failing_shared_names(cohort: Cohort) -> dict[str, Text]:
@@ -49,7 +46,7 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
 
 
 DEFINITION = Definition(
-    RULE,
+    "shared-request-count",
     "more than 1 of a shared (time-sliced or MPS) GPU resource in one container",
     "GPU sharing",
     __doc__,

@@ -17,9 +17,6 @@ from webhook.policy.driver_configs import STRATEGIES
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T, Text, names, who
 from webhook.policy.results import Finding
-from webhook.rules import Rule
-
-RULE = Rule.SHARING_NOT_ENABLED
 
 
 def claim_sharing_problems(spec: ClaimSpec, cohort: Cohort, policy: Policy) -> Iterator[tuple[str, str]]:
@@ -85,7 +82,7 @@ def check_object(facts: ObjectFacts, context: Context, policy: Policy) -> list[F
 
 
 DEFINITION = Definition(
-    RULE,
+    "sharing-not-enabled",
     "GPU sharing (time-slicing, MPS) asked for on a cohort that does not enable it",
     "GPU sharing",
     __doc__,

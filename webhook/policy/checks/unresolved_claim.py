@@ -12,10 +12,7 @@ from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import IMPLICIT_PREFIX, GpuFacts
 from webhook.policy.messages import N_, Arg, T, lookup_reason, names, quoted, who
 from webhook.policy.results import Finding
-from webhook.rules import Rule
-
-RULE = Rule.UNRESOLVED_CLAIM
-
+from webhook.rule_id import Action
 
 CREATE_CLASS = T("create the DeviceClass first (or give it to `gpu-admission check` with the pod), list it under "
                  "deviceClasses in the policy, or turn on DeviceClass lookups")
@@ -62,10 +59,11 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
 
 
 DEFINITION = Definition(
-    RULE,
+    "unresolved-claim",
     "a referenced ResourceClaim or template that cannot be resolved",
     "DRA claims",
     __doc__,
+    default=Action.WARN,
     reason=N_(
         "Whether a pod asks for GPUs through DRA is written in the claim or template it names and in its "
         "DeviceClass, not in the pod, and the webhook never guesses; unresolved, the claim escapes the GPU rules, "

@@ -23,9 +23,7 @@ from webhook.policy.contract import POD_SPECS, Check, Definition
 from webhook.policy.gpu import ClaimUse, GpuFacts, ResourceUse
 from webhook.policy.messages import N_, Arg, Joined, T, who
 from webhook.policy.results import Finding
-from webhook.rules import Rule
-
-RULE = Rule.UNSATISFIABLE_REQUEST
+from webhook.rule_id import Action
 
 
 def _amount(value: float) -> str:
@@ -342,10 +340,11 @@ def check(facts: GpuFacts, context: Context, policy: Policy) -> list[Finding]:
 
 
 DEFINITION = Definition(
-    RULE,
+    "unsatisfiable-request",
     "a GPU request that no node or device of the cohort can ever satisfy (with Node/ResourceSlice lookups)",
     "GPU allocation",
     __doc__,
+    default=Action.WARN,
     reason=N_(
         "A pod can pass every other rule and still never schedule, because no node or device of its cohort "
         "could ever hold the request, even empty; the developer would learn it from a Pending pod long after "

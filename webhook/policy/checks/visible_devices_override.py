@@ -14,16 +14,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from webhook.config.model import Policy
-from webhook.objects.access import as_dict, as_str
-from webhook.objects.podspec import Container
+from webhook.objects.access import as_dict, as_list, as_str, quantity
+from webhook.objects.podspec import Container, PodView
 from webhook.policy.context import Context
-from webhook.policy.contract import POD_SPECS, Check, Definition
-from webhook.policy.gpu import GpuFacts
+from webhook.policy.contract import POD_SPECS, Check, Definition, InTree
+from webhook.policy.gpu import GpuFacts, is_gpu_resource
 from webhook.policy.messages import N_, T, Text, lookup_reason, names, who
 from webhook.policy.results import Finding
-from webhook.rules import Action, Rule
+from webhook.rule_id import Action
 
-RULE = Rule.VISIBLE_DEVICES_OVERRIDE
 HIDDEN = "void"  # what hide-gpus sets on containers without a GPU: not an override
 WHY = T("an override hides or misreports the allocated GPUs, or exposes GPUs the pod never requested")
 # for a pod that asks for no GPU there is nothing allocated to hide or misreport: say what is true of it
@@ -121,8 +120,46 @@ def _gpu_relevant(facts: GpuFacts, policy: Policy) -> bool:
     return runtime is not None and any(c.runtime_class_name == runtime for c in policy.cohorts)
 
 
+# ----------------------------------------------------------------------------------- its in-tree export's coverage
+
+def exported(policy: Policy) -> bool:
+    return bool(policy.visible_device_variables)
+
+
+def covers(view: PodView, policy: Policy) -> bool:
+    """No envFrom (its keys need a lookup) and no NVIDIA_VISIBLE_DEVICES=void (an override or not depending on
+    the container's GPUs), in a pod whose asking for GPUs is known without a lookup."""
+    for c in view.containers:
+        if c.env_from:
+            return False
+        for env in c.env:
+            if type(env) is dict and env.get("name") == "NVIDIA_VISIBLE_DEVICES" and env.get("value") == HIDDEN:
+                return False
+    return _asks_gpus_plainly(view)
+
+
+def asked(view: PodView, gpu: bool) -> bool:
+    """Some container asks for more than 0 of an extended resource (gpu: of one named as the device
+    plugin's GPUs), as gpu.analyse counts them: its limits, or requests the limits do not name."""
+    for c in view.containers:
+        limits, requests = as_dict(c.resources.get("limits")), as_dict(c.resources.get("requests"))
+        for section, values in (("limits", limits), ("requests", requests)):
+            for name, value in values.items():
+                if type(name) is not str or "/" not in name or (section == "requests" and name in limits):
+                    continue
+                if is_gpu_resource(name) == gpu and (quantity(value) or 0) > 0:
+                    return True
+    return False
+
+
+def _asks_gpus_plainly(view: PodView) -> bool:
+    """Whether the pod asks for GPUs is known without a lookup (the message says which): it names a GPU
+    resource, or it has no claim and no other extended resource, either of which a DeviceClass may serve."""
+    return asked(view, True) or not (as_list(view.spec.get("resourceClaims")) or asked(view, False))
+
+
 DEFINITION = Definition(
-    RULE,
+    "visible-devices-override",
     "a container sets CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES or a similar variable",
     "GPU device access",
     __doc__,
@@ -132,4 +169,5 @@ DEFINITION = Definition(
         "kin make the container toolkit expose GPUs the pod never requested, outside any allocation."),
     checks=(
         Check(POD_SPECS, check),
-    ))
+    ),
+    in_tree=InTree(exported, covers=covers, order=1))

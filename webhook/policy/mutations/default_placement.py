@@ -16,9 +16,6 @@ from webhook.policy.contract import Definition, Mutator
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text
-from webhook.rules import Rule
-
-RULE = Rule.DEFAULT_PLACEMENT
 
 
 def _tolerated(existing: Sequence[Any], wanted: Toleration) -> bool:
@@ -70,7 +67,7 @@ def mutate(draft: Draft, facts: GpuFacts, policy: Policy, context: Context | Non
 
 
 DEFINITION = Definition(
-    RULE,
+    "default-placement",
     "adds the cohort's node labels and tolerations when the pod did not select the cohort itself",
     "GPU allocation",
     __doc__,

@@ -2,15 +2,15 @@
 lookups on, only one the cluster has: a pod given a RuntimeClass that does not exist is refused by the
 apiserver (`pod rejected: RuntimeClass "nvidia" not found`), so the mutation is withheld and said instead."""
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
+from webhook.objects.podspec import PodView
 from webhook.policy.context import Context
-from webhook.policy.contract import Definition, Mutator
+from webhook.policy.contract import Definition, InTree, Mutator
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T
+from webhook.policy.pinning import pinnable, pinned
 from webhook.policy.results import Finding
-from webhook.rules import Rule
 
-RULE = Rule.DEFAULT_RUNTIME_CLASS
 PATH = "spec.runtimeClassName"
 
 
@@ -64,9 +64,28 @@ def withheld(facts: GpuFacts, policy: Policy, context: Context | None) -> list[F
     return [absent_finding(cohort)] if cohort is not None and missing(cohort, context) else []
 
 
+# ----------------------------------------------------------------------------------- its in-tree export's coverage
+
+def cohorts(policy: Policy) -> tuple[Cohort, ...]:
+    """The pinnable cohorts whose Pods its in-tree policy decides (a device-plugin cohort without a RuntimeClass
+    would have it write a null)."""
+    return tuple(c for c in pinnable(policy) if c.mechanism != DEVICE_PLUGIN or c.runtime_class_name is not None)
+
+
+def exported(policy: Policy) -> bool:
+    return any(c.mechanism == DEVICE_PLUGIN for c in cohorts(policy))
+
+
+def covers(view: PodView, policy: Policy) -> bool:
+    """Pinned, and not to a device-plugin cohort without a RuntimeClass."""
+    c = pinned(view, policy)
+    return c is not None and (c.mechanism != DEVICE_PLUGIN or c.runtime_class_name is not None)
+
+
 DEFINITION = Definition(
-    RULE,
+    "default-runtime-class",
     "adds the device-plugin cohort's runtimeClassName to GPU pods that set none",
     "GPU runtime and security",
     __doc__,
-    mutation=Mutator(mutate, withheld=withheld, stage=1))
+    mutation=Mutator(mutate, withheld=withheld, stage=1),
+    in_tree=InTree(exported, covers=covers, cohorts=cohorts))

@@ -16,13 +16,12 @@ from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, as_str, integer
 from webhook.objects.podspec import Container
 from webhook.policy.context import Context
-from webhook.policy.contract import Definition, Mutator
+from webhook.policy.contract import Definition, InTree, Mutator
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text, who
-from webhook.rules import Rule
+from webhook.policy.pinning import is_pinned, pinnable
 
-RULE = Rule.DEFAULT_SECURITY_CONTEXT
 # The apiserver rejects allowPrivilegeEscalation: false beside these, so it is not added there.
 _ESCALATING_CAPS = {"SYS_ADMIN", "CAP_SYS_ADMIN"}
 
@@ -90,9 +89,20 @@ def _said(container: Container, added: list[str]) -> Text:
     return T("{container} {fields}", container=who(container), fields=", ".join(added))
 
 
+# ----------------------------------------------------------------------------------- its in-tree export's coverage
+
+def exported(policy: Policy) -> bool:
+    """Some security default is set (its in-tree policy decides the pods pinned to a cohort)."""
+    s = policy.security
+    return (s.run_as_non_root is not None or s.run_as_user is not None or bool(s.seccomp_profile)
+            or s.allow_privilege_escalation is not None or s.read_only_root_filesystem is not None
+            or bool(s.drop_capabilities))
+
+
 DEFINITION = Definition(
-    RULE,
+    "default-security-context",
     "adds the cohort's non-root security defaults where a field is absent",
     "GPU runtime and security",
     __doc__,
-    mutation=Mutator(mutate, stage=1))
+    mutation=Mutator(mutate, stage=1),
+    in_tree=InTree(exported, covers=is_pinned, cohorts=pinnable))

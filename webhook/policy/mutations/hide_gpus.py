@@ -14,9 +14,7 @@ from webhook.policy.contract import Definition, Mutator
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text, who
-from webhook.rules import Rule
 
-RULE = Rule.HIDE_GPUS
 VARIABLE = "NVIDIA_VISIBLE_DEVICES"
 
 
@@ -64,7 +62,7 @@ def _said(container: Container, runtime: str) -> Text:
 
 
 DEFINITION = Definition(
-    RULE,
+    "hide-gpus",
     "sets NVIDIA_VISIBLE_DEVICES=void on non-GPU containers of pods under the nvidia runtime",
     "GPU device access",
     __doc__,

@@ -3,11 +3,11 @@
 Each rule is one module of `webhook/policy/checks` (validation) or `webhook/policy/mutations` (mutation)
 that opens with the rule's spec (its docstring) and ends with its `DEFINITION`: the id, the summary and
 category, its default action, what it applies to and the function run there, or its mutation, and where
-the apiserver can decide it, its in-tree export's coverage. `definitions.DEFINITIONS` collects them in the
-order of the rule ids, and every list is derived from it: the rule-id table (webhook/rules.py) and the
-schemas' rule-id enum (`make schema`), the engine's checks by target and its mutations, the in-tree
-coverage (webhook/policy/coverage.py), the docs index (`make docs`), SARIF's and PolicyReport's rule
-metadata, the catalogue checks.
+the apiserver can decide it, its in-tree export (its coverage, and its policy in CEL). `definitions.DEFINITIONS`
+collects them in the order of the rule ids, and every list is derived from it: the rule-id table
+(webhook/rules.py) and the schemas' rule-id enum (`make schema`), the engine's checks by target and its
+mutations, the in-tree coverage (webhook/policy/coverage.py) and export (webhook/intree), the docs index (`make
+docs`), SARIF's and PolicyReport's rule metadata, the catalogue checks.
 
 A check is a function of (facts, context, policy) returning a list of Findings: over a pod spec's
 GpuFacts (a Pod's, or a controller's pod template's), a DRA object's ObjectFacts or an infrastructure
@@ -158,7 +158,7 @@ class Definition:
     reason: str | None = None
     checks: tuple[Check, ...] = ()
     mutation: Mutator | None = None
-    # Its in-tree export, where the apiserver can decide it (webhook/intree writes the policies).
+    # Its in-tree export, where the apiserver can decide it (webhook/intree assembles the policies from it).
     in_tree: InTree | None = None
 
     def __post_init__(self) -> None:

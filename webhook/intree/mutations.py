@@ -1,9 +1,9 @@
-"""The mutations CEL can express faithfully (those whose definitions have an in-tree export: `default-runtime-class`
-and `default-security-context`, each writing its JSONPatch in its own module) as MutatingAdmissionPolicies for Pods
-on CREATE whose cohort is their nodeSelector's alone (webhook/policy/pinning.py, pinned). Each patch adds only
-fields the pod does not set, so a reinvocation adds nothing. Exported where the webhook would apply the mutation
-silently (action enforce, not dry-run): under warn, audit or dry-run the webhook reports what it sets or would set,
-which a policy cannot."""
+"""The mutations CEL can express faithfully (those whose definitions have an in-tree export, each writing its
+JSONPatch in its own module: `cel_patch`) as MutatingAdmissionPolicies for Pods on CREATE pinned to one of the
+export's cohorts, their nodeSelector's alone (webhook/policy/pinning.py, pinned): the coverage, written here from
+the cohorts. Each patch adds only fields the pod does not set, so a reinvocation adds nothing. Exported where the
+webhook would apply the mutation silently (action enforce, not dry-run): under warn, audit or dry-run the webhook
+reports what it sets or would set, which a policy cannot."""
 from __future__ import annotations
 
 from typing import Any

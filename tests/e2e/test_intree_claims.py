@@ -21,7 +21,7 @@ from tests.policy.builders import POLICIES, apiserver_shaped
 from tests.policy.conftest import evaluate_docs
 from webhook.intree.export import RULE_LABEL, export
 from webhook.objects.claims import claim_spec
-from webhook.policy.coverage import claim_covered
+from webhook.policy.checks.device_config import claim_covered
 from webhook.rules import Rule
 
 pytestmark = pytest.mark.e2e

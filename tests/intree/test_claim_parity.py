@@ -1,7 +1,7 @@
 """device-config in-tree decides as the engine does: every ResourceClaim and ResourceClaimTemplate row of every
 rule's table (the device-config table's broken twins above all), as the apiserver hands it to a policy (converted
 to resource.k8s.io/v1: matchPolicy Equivalent), under the row's policy, in English, Japanese and a Japanese
-namespace override. The CEL coverage equals webhook/policy/coverage.claim_covered; inside it the policy fails exactly
+namespace override. The CEL coverage equals device_config.claim_covered; inside it the policy fails exactly
 when the engine has a device-config finding, with the engine's action, each in-tree line one of the engine's
 lines; the engine with `inTree` on leaves the rule to the apiserver there, and keeps it outside."""
 from __future__ import annotations
@@ -28,8 +28,9 @@ from tests.policy.conftest import evaluate_docs
 from webhook.config.model import Exception_, InTree
 from webhook.intree.export import RULE_LABEL, export
 from webhook.objects.claims import claim_spec
+from webhook.policy.checks.device_config import claim_covered
 from webhook.policy.context import device_class_info
-from webhook.policy.coverage import claim_covered, exported_rules
+from webhook.policy.coverage import exported_rules
 from webhook.rules import Rule
 
 RULE = Rule.DEVICE_CONFIG

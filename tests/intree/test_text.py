@@ -1,4 +1,4 @@
-"""webhook/intree/text.py: a catalogue text written as a CEL string expression says, once the apiserver
+"""webhook/policy/cel/text.py: a catalogue text written as a CEL string expression says, once the apiserver
 evaluates it, what the engine renders (webhook/policy/messages.py), in every language: for every message of
 the catalogue with each argument computed by CEL, and for the pieces the exported rules use (choices,
 nested texts, braces in a text without arguments)."""
@@ -14,9 +14,9 @@ from tests.intree.vap import value
 from tests.support import REPO
 from webhook.config import default_policy
 from webhook.config.model import NamespaceOverride
-from webhook.intree.cel import lit
-from webhook.intree.text import Cel, If, expression, line, msg
 from webhook.locale import LANGUAGES
+from webhook.policy.cel import lit
+from webhook.policy.cel.text import Cel, If, expression, line, msg
 from webhook.policy.messages import LINE, T, names, render
 from webhook.rules import Rule
 

@@ -17,11 +17,16 @@ from tools import rule_ids
 from webhook.config import default_policy, parse_policy
 from webhook.config.load import DEFAULT_PATH
 from webhook.evaluation import evaluate_object
+from webhook.intree.export import export
+from webhook.intree.mutations import export_mutations
 from webhook.lookups.base import NoLookups
 from webhook.policy import checks, coverage, mutations
-from webhook.policy.checks import claim_shape, legacy_api, shared_claim, visible_devices_override
+from webhook.policy.cel import Validation, lit
+from webhook.policy.cel.text import Cel
+from webhook.policy.checks import claim_shape, legacy_api, run_as_root, shared_claim, visible_devices_override
 from webhook.policy.contract import CLAIMS, POD_SPECS, Check, Definition, InTree, Mutator, Target, always
 from webhook.policy.definitions import BY_RULE, CHECKS, DEFINITIONS, MUTATIONS, PACKAGES, _definition
+from webhook.policy.mutations import default_runtime_class
 from webhook.policy.pinning import is_pinned
 from webhook.rules import DEFAULT_ACTIONS, VALIDATIONS, Action, Rule
 
@@ -140,18 +145,75 @@ def test_the_in_tree_tables_are_the_definitions_in_tree_exports():
                 assert f is None or f is always or f.__module__ in (module, "webhook.policy.pinning")
 
 
+# What a validation's and a mutation's in-tree export write their CEL with (the real ones: the rule's module's)
+VALIDATION_CEL = {"cel_covered": run_as_root.DEFINITION.in_tree.cel_covered,
+                  "cel_validations": run_as_root.DEFINITION.in_tree.cel_validations}
+MUTATION_CEL = {"cel_patch": default_runtime_class.DEFINITION.in_tree.cel_patch}
+
+
 def test_an_in_tree_export_covers_pod_specs_or_claims_and_names_a_mutation_s_cohorts():
-    InTree(always, covers=is_pinned)
+    InTree(always, covers=is_pinned, **VALIDATION_CEL)
     with pytest.raises(ValueError, match="pod specs or claims"):
-        InTree(always)
+        InTree(always, **VALIDATION_CEL)
     with pytest.raises(ValueError, match="pod specs or claims"):
-        InTree(always, covers=is_pinned, covers_claim=lambda spec, policy: True)
+        InTree(always, covers=is_pinned, covers_claim=lambda spec, policy: True, **VALIDATION_CEL)
     checked = (Check(POD_SPECS, legacy_api.check),)
     with pytest.raises(ValueError, match="names its cohorts"):
         Definition("x", "s", "c", "x: y", reason="r", checks=checked,
-                   in_tree=InTree(always, covers=is_pinned, cohorts=lambda policy: ()))
+                   in_tree=InTree(always, covers=is_pinned, cohorts=lambda policy: (), **MUTATION_CEL))
     with pytest.raises(ValueError, match="names its cohorts"):
-        Definition("x", "s", "c", "x: y", mutation=Mutator(lambda *a: []), in_tree=InTree(always, covers=is_pinned))
+        Definition("x", "s", "c", "x: y", mutation=Mutator(lambda *a: []),
+                   in_tree=InTree(always, covers=is_pinned, **VALIDATION_CEL))
+
+
+@pytest.mark.parametrize("cel", [
+    pytest.param({}, id="none"),
+    pytest.param({"cel_covered": VALIDATION_CEL["cel_covered"]}, id="coverage-alone"),
+    pytest.param({"cel_validations": VALIDATION_CEL["cel_validations"]}, id="validations-alone"),
+    pytest.param({"cel_covered": VALIDATION_CEL["cel_covered"], **MUTATION_CEL}, id="coverage-and-patch"),
+    pytest.param({**VALIDATION_CEL, **MUTATION_CEL}, id="both"),
+])
+def test_an_in_tree_export_says_its_policy_in_cel(cel):
+    """A validation's export writes its coverage and validations, a mutation's its patch: nothing else."""
+    for cohorts, fitting in ((None, VALIDATION_CEL), (lambda policy: (), MUTATION_CEL)):
+        InTree(always, covers=is_pinned, cohorts=cohorts, **fitting)
+        with pytest.raises(ValueError, match="says its policy in CEL"):
+            InTree(always, covers=is_pinned, cohorts=cohorts, **cel)
+
+
+def test_every_exported_rule_s_policy_is_written_from_its_definition(monkeypatch):
+    """`export` writes each exported rule's CEL from its definition's in-tree export, which its own module defines:
+    with every rule's CEL writers replaced by ones that write the rule's id, each policy says its own rule's id and
+    nothing else (webhook/intree chooses no rule's CEL by name)."""
+    for d in DEFINITIONS:
+        if d.in_tree is not None:
+            module = f"{PACKAGES[d.mutates]}.{d.id.replace('-', '_')}"
+            writers = (d.in_tree.cel_patch,) if d.mutates else (d.in_tree.cel_covered, d.in_tree.cel_validations)
+            for f in writers:  # its own module's, or what every pinned rule's coverage shares
+                assert f is not None and f.__module__ in (module, "webhook.policy.cel.pods")
+    for rule, in_tree in list(coverage.IN_TREE.items()):
+        marker = lit(rule.value)
+        if rule.is_mutation:
+            marked = dataclasses.replace(in_tree, cel_patch=lambda policy, m=marker: ([], m))
+        else:
+            marked = dataclasses.replace(
+                in_tree, cel_covered=lambda shape, policy, m=marker: m,
+                cel_validations=lambda shape, policy, lines, m=marker: (
+                    [], [Validation(m, lines.line(Cel(m), "", ""))]))
+        monkeypatch.setitem(coverage.IN_TREE, rule, marked)
+    policy = default_policy()
+    objects = export(policy) + export_mutations(policy)
+    policies = [o for o in objects if o["kind"].endswith("Policy")]
+    assert {o["metadata"]["labels"]["gpu-admission.io/rule"] for o in policies} == \
+        {r.value for r in coverage.exported_rules(policy) | coverage.mutated_rules(policy)}
+    for o in policies:
+        marker, spec = lit(o["metadata"]["labels"]["gpu-admission.io/rule"]), o["spec"]
+        if o["kind"] == "MutatingAdmissionPolicy":
+            assert [m["jsonPatch"]["expression"] for m in spec["mutations"]] == [marker]
+        else:
+            assert {"name": "covered", "expression": marker} in spec["variables"]
+            assert [v["expression"] for v in spec["validations"]] == [f"!variables.covered || {marker}"]
+            assert marker in spec["validations"][0]["messageExpression"]
 
 
 # The order findings are reported in (and so the order of a decision's messages), per target, and the order

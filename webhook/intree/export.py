@@ -1,25 +1,27 @@
 """The policy in force as admissionregistration.k8s.io objects: per exported rule one ValidatingAdmissionPolicy
-for every kind it reads (webhook/intree/shapes.py: pod specs, or claims and claim templates), and one binding
-per action the rule has across namespaces. A policy's matchConditions hold only the config's exceptions; the
-rule's coverage is its `covered` variable, which every validation reads first, so that it is written once over
-the variables the checks share (matchConditions cannot read variables)."""
+for every kind it reads (webhook/policy/cel/shapes.py: pod specs, or claims and claim templates), and one binding
+per action the rule has across namespaces. What a policy decides is the rule's own, in its definition's in-tree
+export (webhook/policy/contract.py, InTree: its coverage and its validations in CEL, written in the rule's module);
+this assembles the objects around them. A policy's matchConditions hold only the config's exceptions; the rule's
+coverage is its `covered` variable, which every validation reads first, so that it is written once over the
+variables the checks share (matchConditions cannot read variables)."""
 from __future__ import annotations
 
 from typing import Any
 
 from webhook.config.model import Exception_, Policy
-from webhook.intree import claims
-from webhook.intree.cel import fnmatch_regex, lit, strings
-from webhook.intree.rules import Validation, coverage, validations
-from webhook.intree.shapes import PODS, Shape
-from webhook.intree.text import Lines
-from webhook.policy.coverage import EXPORTED, exported_rules, scopes
+from webhook.policy.cel import Validation, fnmatch_regex, lit, strings
+from webhook.policy.cel.shapes import CLAIMS, PODS, Shape
+from webhook.policy.cel.text import Lines
+from webhook.policy.coverage import EXPORTED, IN_TREE, exported_rules, scopes
 from webhook.rules import Rule
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-admission"}
 RULE_LABEL = "gpu-admission.io/rule"
+
+
 def _excepted(policy: Policy, rule: Rule, shape: Shape) -> str | None:
     """CEL: a config-owned exception lifts the rule for this request (engine._lifted)."""
     clauses = [_exception(e, shape) for e in policy.exceptions if rule in e.rules]
@@ -70,20 +72,18 @@ def policy_name(rule: Rule, shape: Shape) -> str:
 
 
 def shapes(rule: Rule) -> tuple[Shape, ...]:
-    """The shapes of the objects the rule's policies match: pod specs, or device-config's claims."""
-    return (claims.CLAIMS,) if rule is Rule.DEVICE_CONFIG else (PODS,)
+    """The shapes of the objects the rule's policies match: what its coverage reads, pod specs or claims."""
+    return (CLAIMS,) if IN_TREE[rule].covers_claim is not None else (PODS,)
 
 
 def _decided(rule: Rule, shape: Shape, policy: Policy) -> tuple[list[dict[str, Any]], list[Validation]]:
     """(variables, validations) of the rule's policy for `shape`: the rule's own variables, its coverage
     (`covered`), the lines' shared endings, and the validations, each passing outside the coverage."""
     lines = Lines(policy, rule)
-    if rule is Rule.DEVICE_CONFIG:
-        variables, checks = claims.validations(shape, policy, lines)
-        covers = claims.coverage(shape, policy)
-    else:
-        variables, checks = validations(rule, shape, policy, lines)
-        covers = coverage(rule, shape, policy)
+    in_tree = IN_TREE[rule]
+    assert in_tree.cel_validations is not None and in_tree.cel_covered is not None  # as InTree holds for a validation
+    variables, checks = in_tree.cel_validations(shape, policy, lines)
+    covers = in_tree.cel_covered(shape, policy)
     return ([*variables, {"name": "covered", "expression": covers}, *lines.variables],
             [Validation(f"!variables.covered || {_grouped(v.expression)}", lines.resolve(v.message)) for v in checks])
 

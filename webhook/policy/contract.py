@@ -3,11 +3,11 @@
 Each rule is one module of `webhook/policy/checks` (validation) or `webhook/policy/mutations` (mutation)
 that opens with the rule's spec (its docstring) and ends with its `DEFINITION`: the id, the summary and
 category, its default action, what it applies to and the function run there, or its mutation, and where
-the apiserver can decide it, its in-tree export's coverage. `definitions.DEFINITIONS` collects them in the
-order of the rule ids, and every list is derived from it: the rule-id table (webhook/rules.py) and the
-schemas' rule-id enum (`make schema`), the engine's checks by target and its mutations, the in-tree
-coverage (webhook/policy/coverage.py), the docs index (`make docs`), SARIF's and PolicyReport's rule
-metadata, the catalogue checks.
+the apiserver can decide it, its in-tree export (its coverage, and its policy in CEL). `definitions.DEFINITIONS`
+collects them in the order of the rule ids, and every list is derived from it: the rule-id table
+(webhook/rules.py) and the schemas' rule-id enum (`make schema`), the engine's checks by target and its
+mutations, the in-tree coverage (webhook/policy/coverage.py) and export (webhook/intree), the docs index (`make
+docs`), SARIF's and PolicyReport's rule metadata, the catalogue checks.
 
 A check is a function of (facts, context, policy) returning a list of Findings: over a pod spec's
 GpuFacts (a Pod's, or a controller's pod template's), a DRA object's ObjectFacts or an infrastructure
@@ -23,6 +23,9 @@ from typing import Any
 from webhook.config.model import Cohort, Policy
 from webhook.objects.claims import ClaimSpec
 from webhook.objects.podspec import PodView
+from webhook.policy.cel import Validation
+from webhook.policy.cel.shapes import Shape
+from webhook.policy.cel.text import Lines
 from webhook.policy.context import Context
 from webhook.policy.dra import ObjectFacts
 from webhook.policy.draft import Draft
@@ -55,6 +58,7 @@ _POD = frozenset({Target.POD_SPEC, Target.TEMPLATE})
 Facts = GpuFacts | ObjectFacts | InfraFacts
 CheckFunction = Callable[[Any, Context, Policy], list[Finding]]
 Records = list[tuple[str, Said]]  # (field path, what was set) per edit
+Variables = list[dict[str, Any]]  # a policy's variables, each {"name": ..., "expression": ...}
 
 
 @dataclass(slots=True)  # not frozen: a test swaps `run` for a function that raises
@@ -98,10 +102,12 @@ def always(policy: Policy) -> bool:
 class InTree:
     """Where the apiserver decides a rule itself, as the engine reads it: for which configurations `export` writes
     the rule's ValidatingAdmissionPolicy or MutatingAdmissionPolicy, and for which objects that policy decides (its
-    coverage). The engine leaves a covered object to the apiserver; outside the coverage a rule's verdict or its
-    message needs what CEL cannot do (a lookup, a path as the host resolves it, the pod's GPU allocation), and the
-    webhook keeps the rule. The exporter (webhook/intree) writes the policy, and each coverage predicate again in
-    CEL as its matchConditions; the parity tests (tests/intree) hold the two equal."""
+    coverage); and the same in CEL, as the policy says it to the apiserver: a validation's coverage and its
+    validations, a mutation's JSONPatch (written with webhook/policy/cel's string builders, in the rule's module).
+    The engine leaves a covered object to the apiserver; outside the coverage a rule's verdict or its message needs
+    what CEL cannot do (a lookup, a path as the host resolves it, the pod's GPU allocation), and the webhook keeps
+    the rule. The exporter (webhook/intree) assembles the policies and their bindings from these; the parity tests
+    (tests/intree) hold the Python and the CEL equal. The engine never calls the CEL writers."""
 
     # Whether `export` writes the rule's policies for this configuration (given a binding that applies them).
     exported: Callable[[Policy], bool]
@@ -113,10 +119,22 @@ class InTree:
     cohorts: Callable[[Policy], tuple[Cohort, ...]] | None = None
     # Where its policies come in `export`'s output: by `order`, then in the order of the rule ids.
     order: int = 0
+    # A validation's, in CEL over its policy's variables for objects of `shape` (webhook/policy/cel/shapes.py: the
+    # pod specs for `covers`, the claims for `covers_claim`): its coverage (the variable `covered`, which every
+    # validation reads first) ...
+    cel_covered: Callable[[Shape, Policy], str] | None = None
+    # ... and its own variables and validations, their messages written through the policy's `Lines`.
+    cel_validations: Callable[[Shape, Policy, Lines], tuple[Variables, list[Validation]]] | None = None
+    # A mutation's: its variables and its JSONPatch expression, for the Pods its `cohorts` cover.
+    cel_patch: Callable[[Policy], tuple[Variables, str]] | None = None
 
     def __post_init__(self) -> None:
         if (self.covers is None) is (self.covers_claim is None):
             raise ValueError("an in-tree export covers pod specs or claims")
+        mutation = self.cohorts is not None
+        if {self.cel_patch is not None, self.cel_covered is None, self.cel_validations is None} != {mutation}:
+            raise ValueError("an in-tree export says its policy in CEL: a validation's coverage and validations, "
+                             "a mutation's patch")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +158,7 @@ class Definition:
     reason: str | None = None
     checks: tuple[Check, ...] = ()
     mutation: Mutator | None = None
-    # Its in-tree export, where the apiserver can decide it (webhook/intree writes the policies).
+    # Its in-tree export, where the apiserver can decide it (webhook/intree assembles the policies from it).
     in_tree: InTree | None = None
 
     def __post_init__(self) -> None:

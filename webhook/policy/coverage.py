@@ -3,9 +3,9 @@ rule's `in_tree`: webhook/policy/contract.py's InTree, in the rule's own module)
 export` writes policies for under a configuration (exported_rules, mutated_rules), where their bindings apply them
 (scopes, silent_in), and for which objects a rule's policy decides (covered, claims_covered). The engine leaves a
 covered rule to the apiserver; outside the coverage, a rule's verdict or its message needs what CEL cannot do (a
-lookup, a path as the host resolves it, the pod's GPU allocation), and the webhook keeps the rule. The exporter
-(webhook/intree) writes each predicate again in CEL, as the policies' matchConditions; the parity tests
-(tests/intree) hold the two equal."""
+lookup, a path as the host resolves it, the pod's GPU allocation), and the webhook keeps the rule. Each rule's
+module writes its predicate again in CEL (InTree's `cel_covered`; a mutation's, its cohorts pinned), which the
+exporter (webhook/intree) puts into the rule's policy; the parity tests (tests/intree) hold the two equal."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -14,22 +14,9 @@ from dataclasses import dataclass
 from webhook.config.model import Cohort, Policy
 from webhook.objects.claims import ClaimSpec
 from webhook.objects.podspec import PodView
-from webhook.policy.checks.device_access_bypass import DEVICE_LIST_MARK as DEVICE_LIST_MARK
-from webhook.policy.checks.device_access_bypass import DOTS as DOTS
-from webhook.policy.checks.device_access_bypass import PLAIN_PATH as PLAIN_PATH
-from webhook.policy.checks.device_config import PRINTABLE as PRINTABLE
-from webhook.policy.checks.device_config import SHARING_KINDS as SHARING_KINDS
-from webhook.policy.checks.device_config import claim_covered as claim_covered
-from webhook.policy.checks.double_mechanism import gpu_class_resources as gpu_class_resources
-from webhook.policy.checks.double_mechanism import mapped_names as mapped_names
-from webhook.policy.checks.visible_devices_override import HIDDEN as HIDDEN
 from webhook.policy.contract import InTree
 from webhook.policy.definitions import DEFINITIONS
-from webhook.policy.pinning import pinnable as pinnable
 from webhook.rules import Action, Rule
-
-# (The `X as X` imports above: names the exporter's CEL (webhook/intree) mirrors, from the rule modules that define
-# them.)
 
 # Each rule's in-tree export, where it has one.
 IN_TREE: Mapping[Rule, InTree] = {d.rule: d.in_tree for d in DEFINITIONS if d.in_tree}

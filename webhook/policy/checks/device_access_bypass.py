@@ -17,8 +17,12 @@ from webhook.objects.access import as_dict, as_list, as_str
 from webhook.objects.annotations import ANNOTATION_PREFIXES
 from webhook.objects.hostpaths import clean, exposes, host_path
 from webhook.objects.podspec import PodView
+from webhook.policy.cel import Validation, lit, strings
+from webhook.policy.cel.pods import S, all_containers, at, some
+from webhook.policy.cel.shapes import Shape
+from webhook.policy.cel.text import Cel, If, Lines, cat, msg
 from webhook.policy.context import Context
-from webhook.policy.contract import POD_SPECS, Check, Definition, InTree, always
+from webhook.policy.contract import POD_SPECS, Check, Definition, InTree, Variables, always
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, Arg, T, who
 from webhook.policy.results import Finding
@@ -29,7 +33,7 @@ DEVICE_PATHS = ("/dev/nvidia", "/run/nvidia", "/var/lib/kubelet/device-plugins",
 # with this literal string asks for the device named by the rest (nvidia-container-toolkit,
 # internal/config/image/cuda_image.go, requestsFromMounts).
 DEVICE_LIST_DIR = "/var/run/nvidia-container-devices"
-# What a host path's and an annotation's findings say (webhook/intree/rules.py writes the same for the apiserver).
+# What a host path's and an annotation's findings say (its in-tree export, below, writes the same for the apiserver).
 VOLUME = N_('volume "{volume}" mounts the host path {host} ({path}){resolved}{above}')
 RESOLVED = N_(", which the host resolves to {path}")
 ABOVE = N_(", a directory above {paths}")
@@ -215,6 +219,58 @@ def covers(view: PodView, policy: Policy) -> bool:
     return True
 
 
+# -------------------------------------------------------------------------------- its in-tree export, in CEL
+# The same coverage and findings' lines in CEL (webhook/policy/cel), over the policy's variables.
+
+def cel_covered(shape: Shape, policy: Policy) -> str:
+    """CEL: covers(...)."""
+    s = S
+    containers = some(lambda c: (
+        f"(has({c}.securityContext) && has({c}.securityContext.privileged) && {c}.securityContext.privileged) || "
+        f"(has({c}.volumeMounts) && {c}.volumeMounts.exists(m, m.mountPath.contains({lit(DEVICE_LIST_MARK)})))"))
+    paths = (f"has({s}.volumes) && {s}.volumes.exists(v, has(v.hostPath) && "
+             f"!(v.hostPath.path.matches({lit(PLAIN_PATH)})"
+             f" && !v.hostPath.path.matches({lit(DOTS)}) && !(v.hostPath.path in ['/var/run', '/proc'] || "
+             "v.hostPath.path.startsWith('/var/run/') || v.hostPath.path.startsWith('/proc/'))))")
+    platform = policy.platform_device_annotations
+    injected = "" if not platform else (
+        f" || ({shape.meta_has('annotations')} && {shape.meta}.annotations.exists(k, "
+        + " || ".join(f"k.startsWith({lit(p)})" for p in platform) + "))")
+    return f"!({containers} || ({paths}){injected})"
+
+
+def cel_validations(shape: Shape, policy: Policy, lines: Lines) -> tuple[Variables, list[Validation]]:
+    exposing = "variables.device_paths.exists(p, v.hostPath.path.startsWith(p) || p.startsWith(v.hostPath.path + '/'))"
+    prefixes = f"{strings(ANNOTATION_PREFIXES)}.exists(p, k.startsWith(p))"
+    meta = shape.meta
+    variables: Variables = [
+        all_containers(),
+        {"name": "device_paths", "expression": "[" + ", ".join(lit(p) for p in DEVICE_PATHS) + "]"},
+        {"name": "volume", "expression": f"has({S}.volumes) ? {S}.volumes.map(v, has(v.hostPath) && {exposing})"
+                                         ".indexOf(true) : -1"},
+        {"name": "annotations", "expression": f"{shape.meta_has('annotations')} ? "
+                                              f"{meta}.annotations.filter(k, {prefixes}) : []"},
+        {"name": "volume_v", "expression": f"{S}.volumes[variables.volume]"},
+    ]
+    v = "variables.volume_v"
+    host = f"{v}.hostPath.path"
+    # the sensitive paths below the mounted directory, as _resolved names them (a plain path, which the
+    # coverage leaves alone, resolves to itself)
+    variables.append({"name": "below", "expression": f"variables.device_paths.filter(p, p.startsWith({host} + '/'))"
+                                                     ".map(p, p.endsWith('nvidia') ? p + '*' : p)"})
+    above = If("size(variables.below) > 0", msg(ABOVE, paths=Cel("variables.below.join(', ')")), "")
+    key = Cel("variables.annotations[0]")
+    return variables, [
+        Validation("variables.volume < 0", lines.line(
+            msg(VOLUME, volume=Cel(f"{v}.name"), host=Cel(host),
+                path=cat(shape.path, at("volumes", "variables.volume"), ".hostPath.path"), resolved="", above=above),
+            VOLUME_WHY, VOLUME_FIX)),
+        Validation("size(variables.annotations) == 0", lines.line(
+            msg(ANNOTATION, key=key, path=cat(shape.meta_path, '.annotations["', key, '"]')),
+            ANNOTATION_WHY, ANNOTATION_FIX)),
+    ]
+
+
 DEFINITION = Definition(
     "device-access-bypass",
     "privileged GPU containers, device hostPaths, device-list mounts or CDI annotations",
@@ -227,4 +283,4 @@ DEFINITION = Definition(
     checks=(
         Check(POD_SPECS, check),
     ),
-    in_tree=InTree(always, covers=covers, order=2))
+    in_tree=InTree(always, covers=covers, order=2, cel_covered=cel_covered, cel_validations=cel_validations))

@@ -5,18 +5,24 @@ resource, when some container requests a device-plugin GPU resource that DRA doe
 and the pod also asks for a GPU through DRA: a resolved claim with a GPU request, or an extended resource
 that a GPU DeviceClass serves (`deviceclass.resource.kubernetes.io/<class>`, an `extendedResourceName`).
 Unresolved claims do not count (unresolved-claim reports them)."""
+from collections.abc import Callable
+
 from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list
 from webhook.objects.podspec import PodView
+from webhook.policy.cel import Validation, lit, strings
+from webhook.policy.cel.pods import S, container_asks, counted, gpu_name, has_claims, placed
+from webhook.policy.cel.shapes import Shape
+from webhook.policy.cel.text import Cel, If, Lines, Piece, cat, msg, text
 from webhook.policy.context import Context
-from webhook.policy.contract import POD_SPECS, Check, Definition, InTree
+from webhook.policy.contract import POD_SPECS, Check, Definition, InTree, Variables
 from webhook.policy.gpu import IMPLICIT_PREFIX, GpuFacts
 from webhook.policy.messages import N_, Arg, T, names, who
 from webhook.policy.results import Finding
 
 WHY = T("a GPU comes from one mechanism only, the device plugin or DRA")
 KEEP_ONE_RESOURCE = T("keep one of the two resources")
-# a device-plugin resource and a DRA-served one (webhook/intree/rules.py fills these in CEL)
+# a device-plugin resource and a DRA-served one (its in-tree export, below, fills these in CEL)
 RESOURCES_IN_ONE = N_('{container} requests {resource} ({path}) and {other} (DRA, DeviceClass "{device_class}", '
                       "{other_path})")
 RESOURCES_IN_TWO = N_('{container} requests {resource} ({path}) while {user} requests {other} (DRA, DeviceClass '
@@ -105,6 +111,64 @@ def covers(view: PodView, policy: Policy) -> bool:
     return True
 
 
+# -------------------------------------------------------------------------------- its in-tree export, in CEL
+# The same coverage and finding's line in CEL (webhook/policy/cel), over the policy's variables.
+
+def cel_covered(shape: Shape, policy: Policy) -> str:
+    """CEL: covers(...)."""
+    if policy.lookups.device_classes:
+        return "false"
+    mapped = mapped_names(policy)
+    named = " || ".join(f"(has(t[1].resources) && has(t[1].resources.{section}) && "
+                        f"t[1].resources.{section}.exists(k, k in {strings(mapped)}))"
+                        for section in ("limits", "requests"))
+    others = f" && !variables.placed.exists(t, {named})" if mapped else ""
+    return f"!{has_claims(S)}{others}"
+
+
+def _filtered(c: str, section: str, name: Callable[[str], str]) -> str:
+    """CEL: the keys of `c`'s resources.<section> that `counted` holds for."""
+    return f"(has({c}.resources.{section}) ? {c}.resources.{section}.filter(k, {counted(c, section, name)}) : [])"
+
+
+def _where(j: str) -> Cel:
+    """`<section>[<index>]` of the container at `j` of `containers` (pods.placed's bounds)."""
+    return Cel(f"({j} < variables.init_at ? 'containers[' + string({j}) : {j} < variables.ephemeral_at ? "
+               f"'initContainers[' + string({j} - variables.init_at) : "
+               f"'ephemeralContainers[' + string({j} - variables.ephemeral_at)) + ']'")
+
+
+def cel_validations(shape: Shape, policy: Policy, lines: Lines) -> tuple[Variables, list[Validation]]:
+    """check for a pod without claims: the first device-plugin GPU resource and the first DRA-served one, in
+    gpu.analyse's order: sections, containers, limits then requests, and within one the keys as the apiserver
+    writes them (sorted: the first is the least)."""
+    classes = gpu_class_resources(policy)
+    variables: Variables = [{"name": "dra_names", "expression": strings(r for r, _ in classes)}, *placed(policy)]
+    sides: dict[str, Callable[[str], str]] = {"dp": gpu_name, "dra": lambda k: f"{k} in variables.dra_names"}
+    for side, name in sides.items():
+        j, c, limits, requests = (f"variables.{side}{v}" for v in ("", "_c", "_limits", "_requests"))
+        variables += [
+            {"name": side, "expression": f"variables.placed.map(t, {container_asks('t[1]', name)}).indexOf(true)"},
+            {"name": f"{side}_c", "expression": f"variables.placed[{j}][1]"},
+            {"name": f"{side}_limits", "expression": _filtered(c, "limits", name)},
+            {"name": f"{side}_requests", "expression": _filtered(c, "requests", name)},
+            {"name": f"{side}_resource", "expression": f"(size({limits}) > 0 ? {limits} : {requests}).min()"},
+            {"name": f"{side}_path", "expression": text(policy, cat(
+                shape.path, ".", _where(j), ".resources.", Cel(f"(size({limits}) > 0 ? 'limits' : 'requests')")))},
+            {"name": f"{side}_who", "expression": f"variables.who[{j}]"},
+        ]
+    # the class a deviceclass.resource.kubernetes.io/<class> resource names (a class name holds no slash)
+    named = all(r == IMPLICIT_PREFIX + n and "/" not in n for r, n in classes)
+    variables.append({"name": "dra_class", "expression": "variables.dra_resource.split('/')[1]" if named else
+                      "{" + ", ".join(f"{lit(r)}: {lit(n)}" for r, n in classes) + "}[variables.dra_resource]"})
+    args: dict[str, Piece] = {"container": Cel("variables.dp_who"), "resource": Cel("variables.dp_resource"),
+                              "path": Cel("variables.dp_path"), "other": Cel("variables.dra_resource"),
+                              "device_class": Cel("variables.dra_class"), "other_path": Cel("variables.dra_path")}
+    what = If("variables.dp == variables.dra", msg(RESOURCES_IN_ONE, **args),
+              msg(RESOURCES_IN_TWO, user=Cel("variables.dra_who"), **args))
+    return variables, [Validation("variables.dp < 0 || variables.dra < 0", lines.line(what, WHY, KEEP_ONE_RESOURCE))]
+
+
 DEFINITION = Definition(
     "double-mechanism",
     "one pod asks for GPUs through device-plugin resources and DRA claims at once",
@@ -117,4 +181,4 @@ DEFINITION = Definition(
     checks=(
         Check(POD_SPECS, check),
     ),
-    in_tree=InTree(exported, covers=covers, order=5))
+    in_tree=InTree(exported, covers=covers, order=5, cel_covered=cel_covered, cel_validations=cel_validations))

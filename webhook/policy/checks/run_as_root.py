@@ -12,15 +12,20 @@ from typing import Any
 
 from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, integer
+from webhook.objects.podspec import SECTIONS
+from webhook.policy.cel import Validation, pods
+from webhook.policy.cel.pods import S
+from webhook.policy.cel.shapes import Shape
+from webhook.policy.cel.text import Cel, If, Lines, Piece, cat, msg
 from webhook.policy.context import Context
-from webhook.policy.contract import POD_SPECS, Check, Definition, InTree
+from webhook.policy.contract import POD_SPECS, Check, Definition, InTree, Variables
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import N_, T, Text, who
 from webhook.policy.pinning import is_pinned, pinnable
 from webhook.policy.results import Finding
 from webhook.rule_id import Action
 
-# What a finding says (webhook/intree/rules.py writes the same for the apiserver).
+# What a finding says (its in-tree export, below, writes the same for the apiserver).
 SETS = N_("{who} sets {setting} ({path})")
 WHY = N_('workloads on GPU cohort "{cohort}" run as non-root (UID {uid}) without privilege escalation or added '
          "capabilities")
@@ -85,6 +90,58 @@ def exported(policy: Policy) -> bool:
     return bool(pinnable(policy))
 
 
+# -------------------------------------------------------------------------------- its in-tree export, in CEL
+# The same findings' lines in CEL (webhook/policy/cel), over the policy's variables; its coverage is
+# pods.is_pinned's.
+
+def _cel_contradictions(sc: str, container: bool, policy: Policy) -> list[tuple[str, str, Piece, Text]]:
+    """(field, condition on the securityContext `sc`, the setting, fix): _contradictions in CEL."""
+    security = policy.security
+    out: list[tuple[str, str, Piece, Text]] = []
+    if security.run_as_non_root:
+        out.append(("runAsUser", f"has({sc}.runAsUser) && {sc}.runAsUser == 0", "runAsUser: 0",
+                    T(FIX_USER, uid=str(security.run_as_user))))
+        out.append(("runAsNonRoot", f"has({sc}.runAsNonRoot) && {sc}.runAsNonRoot == false", "runAsNonRoot: false",
+                    FIX_NON_ROOT))
+    if container:
+        if security.allow_privilege_escalation is False:
+            out.append(("allowPrivilegeEscalation",
+                        f"has({sc}.allowPrivilegeEscalation) && {sc}.allowPrivilegeEscalation == true",
+                        "allowPrivilegeEscalation: true", FIX_ESCALATION))
+        if security.drop_capabilities:
+            added = f"{sc}.capabilities.add"
+            out.append(("capabilities.add", f"has({sc}.capabilities) && has({added}) && size({added}) > 0",
+                        Cel(f"'capabilities.add: [' + {added}.join(', ') + ']'"), FIX_CAPABILITIES))
+    return out
+
+
+def cel_validations(shape: Shape, policy: Policy, lines: Lines) -> tuple[Variables, list[Validation]]:
+    """One validation per setting the pod's securityContext contradicts, and per section and setting its
+    containers' do: the first container that does, the first of the section's number in `root<n>` (each
+    container of `placed` with its setting n: its section's number, or -1), named by `who`."""
+    why = msg(WHY, cohort=Cel("variables.cohort"), uid=str(policy.security.run_as_user))
+    variables: Variables = [pods.cohort(policy), *pods.placed(policy)]
+    out = []
+    subject: Piece = THE_POD if shape.pods_only else If("object.kind == 'Pod'", THE_POD, THE_TEMPLATE)
+    for field, cond, setting, fix in _cel_contradictions(f"{S}.securityContext", False, policy):
+        path = cat(shape.path, f".securityContext.{field}")
+        out.append(Validation(f"!(has({S}.securityContext) && {cond})",
+                              lines.line(msg(SETS, who=subject, setting=setting, path=path), why, fix)))
+    settings = _cel_contradictions("t[1].securityContext", True, policy)
+    for n, (_, cond, _, _) in enumerate(settings):
+        variables.append({"name": f"root{n}", "expression": f"variables.placed.map(t, has(t[1].securityContext) && "
+                                                            f"{cond} ? t[0] : -1)"})
+    offsets = ("0", "variables.init_at", "variables.ephemeral_at")
+    for k, (section, _) in enumerate(SECTIONS):
+        for n, (field, _, _, fix) in enumerate(settings):
+            j = f"variables.root{n}.indexOf({k})"  # the first container of the section with the setting
+            setting = _cel_contradictions(f"variables.placed[{j}][1].securityContext", True, policy)[n][2]
+            at = cat(shape.path, pods.at(section, j + (f" - {offsets[k]}" if k else "")), f".securityContext.{field}")
+            out.append(Validation(f"{j} < 0", lines.line(
+                msg(SETS, who=Cel(f"variables.who[{j}]"), setting=setting, path=at), why, fix)))
+    return variables, out
+
+
 DEFINITION = Definition(
     "run-as-root",
     "explicit settings of a cohort-bound pod that contradict the non-root security defaults",
@@ -98,4 +155,5 @@ DEFINITION = Definition(
     checks=(
         Check(POD_SPECS, check),
     ),
-    in_tree=InTree(exported, covers=is_pinned, order=3))
+    in_tree=InTree(exported, covers=is_pinned, order=3, cel_covered=pods.is_pinned,
+                   cel_validations=cel_validations))

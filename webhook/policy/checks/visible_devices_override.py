@@ -15,11 +15,15 @@ from typing import Any
 
 from webhook.config.model import Policy
 from webhook.objects.access import as_dict, as_list, as_str, quantity
-from webhook.objects.podspec import Container, PodView
+from webhook.objects.podspec import SECTIONS, SIDECAR, Container, PodView
+from webhook.policy.cel import Validation, lit, strings
+from webhook.policy.cel.pods import S, all_containers, at, container_asks, device_plugin_gpu, gpu_name, has_claims, some
+from webhook.policy.cel.shapes import Shape
+from webhook.policy.cel.text import Cel, If, Lines, Msg, Piece, cat, msg, text
 from webhook.policy.context import Context
-from webhook.policy.contract import POD_SPECS, Check, Definition, InTree
+from webhook.policy.contract import POD_SPECS, Check, Definition, InTree, Variables
 from webhook.policy.gpu import GpuFacts, is_gpu_resource
-from webhook.policy.messages import N_, T, Text, lookup_reason, names, who
+from webhook.policy.messages import CONTAINER_WORDS, N_, WHO, T, Text, lookup_reason, names, who
 from webhook.policy.results import Finding
 from webhook.rule_id import Action
 
@@ -27,7 +31,7 @@ HIDDEN = "void"  # what hide-gpus sets on containers without a GPU: not an overr
 WHY = T("an override hides or misreports the allocated GPUs, or exposes GPUs the pod never requested")
 # for a pod that asks for no GPU there is nothing allocated to hide or misreport: say what is true of it
 WHY_NO_GPU = T("the pod is allocated no GPU, so the variable grants nothing and can expose the node's GPUs")
-# What a variable's finding says (webhook/intree/rules.py writes the same for the apiserver).
+# What a variable's finding says (its in-tree export, below, writes the same for the apiserver).
 SETS = N_("{container} sets {variable} ({path}, {how})")
 FIX = N_("remove {variable} and ask for GPUs with resources.limits or a ResourceClaim")
 FROM_KEY = N_('from key {key} of {kind} "{name}"')
@@ -158,6 +162,79 @@ def _asks_gpus_plainly(view: PodView) -> bool:
     return asked(view, True) or not (as_list(view.spec.get("resourceClaims")) or asked(view, False))
 
 
+# -------------------------------------------------------------------------------- its in-tree export, in CEL
+# The same coverage and findings' lines in CEL (webhook/policy/cel), over the policy's variables.
+
+def _cel_who(section: str, word: str, c: str) -> Msg:
+    """messages.who of the container `c` of `section`: a restartable init container is a sidecar."""
+    words: Piece = CONTAINER_WORDS[word]
+    if section == "initContainers":
+        words = If(f"has({c}.restartPolicy) && {c}.restartPolicy == 'Always'", CONTAINER_WORDS[SIDECAR], words)
+    return msg(WHO, word=words, name=Cel(f"{c}.name"))
+
+
+def _cel_or(value: str, default: str) -> str:
+    """CEL: the string field `value`, or `default` where it is absent or empty (the engine's `or`)."""
+    return f"(has({value}) && {value} != '' ? {value} : {lit(default)})"
+
+
+def _other_name(k: str) -> str:
+    return f"{k}.contains('/') && !({gpu_name(k)})"
+
+
+def cel_covered(shape: Shape, policy: Policy) -> str:
+    """CEL: covers(...)."""
+    return "!" + some(lambda c: (
+        f"(has({c}.envFrom) && size({c}.envFrom) > 0) || (has({c}.env) && {c}.env.exists(e, "
+        f"e.name == 'NVIDIA_VISIBLE_DEVICES' && has(e.value) && e.value == {lit(HIDDEN)}))")) + \
+        f" && (variables.gpu || !({has_claims(S)} || {some(lambda c: container_asks(c, _other_name))}))"
+
+
+def _cel_source(e: str) -> Piece:
+    """_source of the variable `e`: where its value comes from."""
+    value_from = f"{e}.valueFrom"
+    how: Piece = If(f"has({value_from}.fieldRef) || has({value_from}.resourceFieldRef)", FROM_FIELD,
+                    WITH_VALUE_FROM)
+    for field, kind in reversed(KEY_REFS):
+        ref = f"{value_from}.{field}"
+        how = If(f"has({ref})", msg(FROM_KEY, key=Cel(_cel_or(f"{ref}.key", "?")), kind=kind,
+                                    name=Cel(_cel_or(f"{ref}.name", "?"))), how)
+    return If(f"has({value_from})", how, LITERAL)
+
+
+def cel_validations(shape: Shape, policy: Policy, lines: Lines) -> tuple[Variables, list[Validation]]:
+    """One validation per section, failing for its first container that sets a listed variable; the container
+    and the variable's entry are variables of their own, so that the message reads them by name, and where each
+    section's entry takes its value from is said once for all three (`how`, in the order of the sections)."""
+    why = If("variables.gpu", WHY, WHY_NO_GPU)  # the coverage leaves no other case
+    variables: Variables = [{"name": "names", "expression": strings(policy.visible_device_variables)},
+                            all_containers(),
+                            {"name": "gpu", "expression": device_plugin_gpu()}]
+    out = []
+    found = []
+    for n, (section, word) in enumerate(SECTIONS):
+        has_var = "has(c.env) && c.env.exists(e, e.name in variables.names)"
+        i, c, j, e = (f"variables.{section}{suffix}" for suffix in ("_i", "_c", "_j", "_e"))
+        variables += [
+            {"name": f"{section}_i", "expression": f"has({S}.{section}) ? {S}.{section}.map(c, {has_var})"
+                                                   ".indexOf(true) : -1"},
+            {"name": f"{section}_c", "expression": f"{S}.{section}[{i}]"},
+            {"name": f"{section}_j", "expression": f"{c}.env.map(e, e.name in variables.names).indexOf(true)"},
+            {"name": f"{section}_e", "expression": f"{c}.env[{j}]"},
+        ]
+        found.append(f"({i} >= 0 ? [{e}] : [])")
+        # the entry's place in `how`: the sections before it that have one
+        place = " + ".join(f"(variables.{s}_i >= 0 ? 1 : 0)" for s, _ in SECTIONS[:n]) or "0"
+        path = cat(shape.path, at(section, i), ".env[", Cel(f"string({j})"), "]")
+        name = Cel(f"{e}.name")
+        out.append(Validation(f"{i} < 0", lines.line(
+            msg(SETS, container=_cel_who(section, word, c), variable=name, path=path,
+                how=Cel(f"variables.how[{place}]")), why, msg(FIX, variable=name))))
+    variables += [{"name": "found", "expression": " + ".join(found)},
+                  {"name": "how", "expression": f"variables.found.map(e, {text(policy, _cel_source('e'))})"}]
+    return variables, out
+
+
 DEFINITION = Definition(
     "visible-devices-override",
     "a container sets CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES or a similar variable",
@@ -170,4 +247,4 @@ DEFINITION = Definition(
     checks=(
         Check(POD_SPECS, check),
     ),
-    in_tree=InTree(exported, covers=covers, order=1))
+    in_tree=InTree(exported, covers=covers, order=1, cel_covered=cel_covered, cel_validations=cel_validations))

@@ -3,8 +3,10 @@ lookups on, only one the cluster has: a pod given a RuntimeClass that does not e
 apiserver (`pod rejected: RuntimeClass "nvidia" not found`), so the mutation is withheld and said instead."""
 from webhook.config.model import DEVICE_PLUGIN, Cohort, Policy
 from webhook.objects.podspec import PodView
+from webhook.policy.cel import add, lit
+from webhook.policy.cel.pods import all_containers, device_plugin_gpu, pin
 from webhook.policy.context import Context
-from webhook.policy.contract import Definition, InTree, Mutator
+from webhook.policy.contract import Definition, InTree, Mutator, Variables
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T
@@ -82,10 +84,23 @@ def covers(view: PodView, policy: Policy) -> bool:
     return c is not None and (c.mechanism != DEVICE_PLUGIN or c.runtime_class_name is not None)
 
 
+# -------------------------------------------------------------------------------- its in-tree export, in CEL
+
+def cel_patch(policy: Policy) -> tuple[Variables, str]:
+    """mutate as a JSONPatch of a Pod pinned to one of `cohorts`: its cohort's RuntimeClass, where the pod sets
+    none and asks for a device plugin's GPU."""
+    s = "object.spec"
+    chain = "".join(f"({pin(c, s, policy)}) ? {lit(c.runtime_class_name or '')} : "
+                    for c in policy.derived(cohorts) if c.mechanism == DEVICE_PLUGIN)
+    variables = [{"name": "runtimeClass", "expression": chain + "''"}, all_containers(s)]
+    return variables, (f"!has({s}.runtimeClassName) && variables.runtimeClass != '' && {device_plugin_gpu()} ? "
+                       f"[{add(lit('/spec/runtimeClassName'), 'variables.runtimeClass')}] : []")
+
+
 DEFINITION = Definition(
     "default-runtime-class",
     "adds the device-plugin cohort's runtimeClassName to GPU pods that set none",
     "GPU runtime and security",
     __doc__,
     mutation=Mutator(mutate, withheld=withheld, stage=1),
-    in_tree=InTree(exported, covers=covers, cohorts=cohorts))
+    in_tree=InTree(exported, covers=covers, cohorts=cohorts, cel_patch=cel_patch))

@@ -15,8 +15,9 @@ from typing import Any
 from webhook.config.model import Policy, SecurityDefaults
 from webhook.objects.access import as_dict, as_list, as_str, integer
 from webhook.objects.podspec import Container
+from webhook.policy.cel import add, json_value, lit, strings
 from webhook.policy.context import Context
-from webhook.policy.contract import Definition, InTree, Mutator
+from webhook.policy.contract import Definition, InTree, Mutator, Variables
 from webhook.policy.draft import Draft
 from webhook.policy.gpu import GpuFacts
 from webhook.policy.messages import Said, T, Text, who
@@ -99,10 +100,77 @@ def exported(policy: Policy) -> bool:
             or bool(s.drop_capabilities))
 
 
+# -------------------------------------------------------------------------------- its in-tree export, in CEL
+
+def _cel_each(section: str, cond: str, path: str, value: str) -> str:
+    """CEL: one add per container of `section` where `cond` holds (of `c`), at its securityContext + `path`.
+    Containers are told apart by name (unique in a Pod: the apiserver rejects a Pod that repeats one)."""
+    s = "object.spec"
+    where = f"'/spec/{section}/' + string({s}.{section}.map(c, c.name).indexOf(c.name)) + '/securityContext{path}'"
+    return f"(has({s}.{section}) ? {s}.{section}.filter(c, {cond}).map(c, {add(where, value)}) : [])"
+
+
+def _cel_and(condition: str) -> str:
+    """CEL: ` && (condition)`, or nothing where it always holds."""
+    return "" if condition == "true" else f" && ({condition})"
+
+
+def cel_patch(policy: Policy) -> tuple[Variables, str]:
+    """mutate as patches: the pod's securityContext, then each container's and init container's (never
+    ephemeral ones)."""
+    s, sec = "object.spec", policy.security
+    psc = f"{s}.securityContext"
+    root = (f"(has({psc}) && has({psc}.runAsUser) && {psc}.runAsUser == 0) || "
+            + " || ".join(f"(has({s}.{section}) && {s}.{section}.exists(c, has(c.securityContext) && "
+                          "has(c.securityContext.runAsUser) && c.securityContext.runAsUser == 0))"
+                          for section in ("containers", "initContainers", "ephemeralContainers")))
+    pod: list[str] = []
+    pod_fields: list[tuple[str, str, Any]] = []  # (field, condition beyond absent, value)
+    if sec.run_as_non_root is not None:
+        pod_fields.append(("runAsNonRoot", "!variables.root", sec.run_as_non_root))
+    if sec.run_as_user is not None:
+        pod_fields.append(("runAsUser", f"!(has({psc}) && has({psc}.runAsNonRoot) && {psc}.runAsNonRoot == false)",
+                           sec.run_as_user))
+    if sec.seccomp_profile:
+        pod_fields.append(("seccompProfile", "true", {"type": sec.seccomp_profile}))
+    if pod_fields:
+        any_field = " || ".join(f"(!(has({psc}) && has({psc}.{f})){_cel_and(cond)})" for f, cond, _ in pod_fields)
+        pod.append(f"(!has({psc}) && ({any_field}) ? [{add(lit('/spec/securityContext'), '{}')}] : [])")
+        for f, cond, value in pod_fields:
+            pod.append(f"(!(has({psc}) && has({psc}.{f})){_cel_and(cond)} ? "
+                       f"[{add(lit('/spec/securityContext/' + f), json_value(value))}] : [])")
+    escalating = ("(has(c.securityContext.privileged) && c.securityContext.privileged == true) || "
+                  "(has(c.securityContext.capabilities) && has(c.securityContext.capabilities.add) && "
+                  f"c.securityContext.capabilities.add.exists(a, a in {strings(_ESCALATING_CAPS)}))")
+    fields: list[tuple[str, str, Any]] = []
+    if sec.allow_privilege_escalation is not None:
+        fields.append(("allowPrivilegeEscalation", f"!({escalating})", sec.allow_privilege_escalation))
+    if sec.read_only_root_filesystem is not None:
+        fields.append(("readOnlyRootFilesystem", "true", sec.read_only_root_filesystem))
+    out = list(pod)
+    for section in ("containers", "initContainers") if fields or sec.drop_capabilities else ():
+        absent = "!has(c.securityContext)"
+        out.append(_cel_each(section, absent, "", "{}"))
+        for f, cond, value in fields:
+            # absent securityContext: every default applies (nothing escalates there)
+            out.append(_cel_each(section, f"{absent} || (!has(c.securityContext.{f}){_cel_and(cond)})", "/" + f,
+                                 json_value(value)))
+        if sec.drop_capabilities:
+            drop = json_value(list(sec.drop_capabilities))
+            out.append(_cel_each(section, f"{absent} || !has(c.securityContext.capabilities)", "/capabilities",
+                                 f"{{\"drop\": {drop}}}"))
+            out.append(_cel_each(section, "has(c.securityContext) && has(c.securityContext.capabilities) && "
+                                 "!has(c.securityContext.capabilities.drop)", "/capabilities/drop", drop))
+    windows = f"has({s}.os) && has({s}.os.name) && {s}.os.name == 'windows'"
+    # `root`: the pod or a container runs as UID 0, where runAsNonRoot: true would stop it from starting
+    variables = [{"name": "root", "expression": root}] if sec.run_as_non_root is not None else []
+    return variables, f"{windows} ? [] : " + (" + ".join(out) if out else "[]")
+
+
 DEFINITION = Definition(
     "default-security-context",
     "adds the cohort's non-root security defaults where a field is absent",
     "GPU runtime and security",
     __doc__,
     mutation=Mutator(mutate, stage=1),
-    in_tree=InTree(exported, covers=is_pinned, cohorts=pinnable))
+    in_tree=InTree(exported, covers=is_pinned, cohorts=pinnable, cel_patch=cel_patch))

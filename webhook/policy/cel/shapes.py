@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.intree.cel import lit
-from webhook.intree.text import Cel, Piece, cat
 from webhook.objects.kinds import BY_KIND, POD_BEARING, KindInfo
+from webhook.policy.cel import lit
+from webhook.policy.cel.text import Cel, Piece, cat
 
 
 @dataclass(frozen=True, slots=True)

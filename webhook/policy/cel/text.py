@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.config.model import Policy
-from webhook.intree.cel import lit, strings
 from webhook.locale import gettext_for
+from webhook.policy.cel import lit, strings
 from webhook.policy.messages import _AND, _COMMA, LINE, Arg, render
 from webhook.rules import Rule
 

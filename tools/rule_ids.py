@@ -8,6 +8,8 @@ It imports every module of webhook/policy/checks and webhook/policy/mutations, n
 declares its id as a string, so it is read before its id is in the table. The table keeps its order (the rules'
 order wherever they are listed, a public contract: reports list findings in it): the ids in the order they were
 added, validations first; a new id comes last of its kind (several new ones alphabetically), a removed one goes.
+A table left with a merge's conflict markers (two branches each adding a rule) is first written back without them,
+each id once, so that the package imports again; the definitions then decide what it says.
 """
 from __future__ import annotations
 
@@ -16,14 +18,18 @@ import pkgutil
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from webhook.policy.contract import Definition
 from webhook.rule_id import Action
+
+if TYPE_CHECKING:  # imported where used: the package imports the table, which may hold conflict markers
+    from webhook.policy.contract import Definition
 
 PACKAGES = ("webhook.policy.checks", "webhook.policy.mutations")
 # A member line of the table as this module writes it: read back for its order (a line scan, not an import, so
 # that a table left with merge conflicts is still read)
 _MEMBER = re.compile(r'^    [A-Z0-9_]+ = "([a-z0-9-]+)"', re.M)
+_CONFLICT = re.compile(r"^(<{7}|={7}|>{7}|\|{7})( .*)?$")
 
 HEAD = '''"""Rule ids: a public contract (docs/architecture.md, Rule ids), used by every layer: messages, config,
 metrics, JSON output, docs. Never rename one.
@@ -58,6 +64,8 @@ DEFAULT_ACTIONS: dict[Rule, Action] = {r: r.default for r in Rule}
 
 def definitions() -> list[Definition]:
     """Every rule module's definition, each checked against its module's name and package."""
+    from webhook.policy.contract import Definition
+
     out = []
     for package_name in PACKAGES:
         package = importlib.import_module(package_name)
@@ -97,10 +105,29 @@ def table(definitions: list[Definition], current: str = "") -> str:
     return HEAD + "\n".join(_member(d) for d in order(definitions, current)) + TAIL
 
 
+def without_conflicts(text: str) -> str:
+    """`text` without a merge's conflict marker lines, each member line's id kept once (its first line)."""
+    seen: set[str] = set()
+    out = []
+    for line in text.splitlines(keepends=True):
+        if _CONFLICT.match(line.rstrip("\n")):
+            continue
+        member = _MEMBER.match(line)
+        if member is not None:
+            if member.group(1) in seen:
+                continue
+            seen.add(member.group(1))
+        out.append(line)
+    return "".join(out)
+
+
 def main(argv: list[str]) -> int:
     (path,) = argv
     target = Path(path)
     current = target.read_text(encoding="utf-8") if target.exists() else ""
+    if without_conflicts(current) != current:  # before any import of the package, which imports the table
+        current = without_conflicts(current)
+        target.write_text(current, encoding="utf-8")
     text = table(definitions(), current)
     if text != current:
         target.write_text(text, encoding="utf-8")

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import pkgutil
 import re
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -126,6 +130,22 @@ def test_the_table_keeps_its_order_drops_a_removed_rule_and_reads_through_merge_
     assert _ids(rule_ids.table(both, "")) == sorted(d.id for d in both if not d.mutates) + sorted(
         d.id for d in both if d.mutates)
 
+
+
+def test_make_schema_writes_a_conflicted_table_again(tmp_path):
+    """A merge leaves the table with conflict markers, which Python cannot import; the generator takes them out
+    before importing the package, then writes the table from the definitions (an id with no module goes)."""
+    for part in ("webhook", "tools"):
+        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    table = tmp_path / "webhook" / "rules.py"
+    original = table.read_text(encoding="utf-8")
+    line = '    ALLOCATION_OWNER = "allocation-owner"\n'
+    table.write_text(original.replace(line, f'<<<<<<< HEAD\n{line}=======\n{line}    GONE_RULE = "gone-rule"\n'
+                                            '>>>>>>> other-branch\n'), encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "tools.rule_ids", "webhook/rules.py"], cwd=tmp_path,
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert run.returncode == 0, run.stderr
+    assert table.read_text(encoding="utf-8") == original
 
 # ------------------------------------------------------------------------------------ the in-tree coverage
 

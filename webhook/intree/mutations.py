@@ -11,7 +11,7 @@ from typing import Any
 from webhook.config.model import Policy
 from webhook.intree.export import MANAGED_BY, NAMESPACE_LABEL, RULE_LABEL, _excepted, policy_name
 from webhook.policy.cel.pods import no_required_affinity, pin
-from webhook.policy.cel.shapes import POD as PODS
+from webhook.policy.cel.shapes import POD
 from webhook.policy.coverage import IN_TREE, MUTATED, covered_cohorts, mutated_rules, silent_namespaces
 from webhook.rules import Rule
 
@@ -31,7 +31,7 @@ def api_version(kubernetes: tuple[int, int]) -> str | None:
 
 def coverage(rule: Rule, policy: Policy) -> str:
     """CEL: webhook.policy.coverage.COVERED[rule] of a Pod (a matchCondition)."""
-    s = PODS.inline
+    s = POD.inline
     pins = " || ".join(f"({pin(c, s, policy)})" for c in covered_cohorts(policy, rule)) or "false"
     return f"{no_required_affinity(s)} && ({pins})"
 
@@ -53,10 +53,10 @@ def export_mutations(policy: Policy, kubernetes: tuple[int, int] = NEWEST) -> li
     for rule in MUTATED:
         if rule not in mutated_rules(policy):
             continue
-        name = policy_name(rule, PODS)
+        name = policy_name(rule, POD)
         labels = {**MANAGED_BY, RULE_LABEL: rule.value}
         conditions = [{"name": "covered", "expression": coverage(rule, policy)}]
-        excepted = _excepted(policy, rule, PODS)
+        excepted = _excepted(policy, rule, POD)
         if excepted:
             conditions.append({"name": "not-excepted", "expression": f"!({excepted})"})
         variables, expression = patch_expression(rule, policy)

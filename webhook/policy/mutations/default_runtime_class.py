@@ -71,7 +71,12 @@ def withheld(facts: GpuFacts, policy: Policy, context: Context | None) -> list[F
 def cohorts(policy: Policy) -> tuple[Cohort, ...]:
     """The pinnable cohorts whose Pods its in-tree policy decides (a device-plugin cohort without a RuntimeClass
     would have it write a null)."""
-    return tuple(c for c in pinnable(policy) if c.mechanism != DEVICE_PLUGIN or c.runtime_class_name is not None)
+    return tuple(c for c in pinnable(policy) if _writable(c))
+
+
+def _writable(c: Cohort) -> bool:
+    """Its Pods get a RuntimeClass the policy can write: any cohort but a device-plugin one without one."""
+    return c.mechanism != DEVICE_PLUGIN or c.runtime_class_name is not None
 
 
 def exported(policy: Policy) -> bool:
@@ -81,7 +86,7 @@ def exported(policy: Policy) -> bool:
 def covers(view: PodView, policy: Policy) -> bool:
     """Pinned, and not to a device-plugin cohort without a RuntimeClass."""
     c = pinned(view, policy)
-    return c is not None and (c.mechanism != DEVICE_PLUGIN or c.runtime_class_name is not None)
+    return c is not None and _writable(c)
 
 
 # -------------------------------------------------------------------------------- its in-tree export, in CEL
